@@ -1,0 +1,3 @@
+from malleable.cli import main
+
+raise SystemExit(main())
