@@ -1,0 +1,77 @@
+"""The ``malleable`` command.
+
+Each family of subcommands lives in its own module, which exposes
+``register(subparsers)``; the module adds its parsers and sets ``func`` on each
+(``func(args) -> int``). Exit codes (documented in docs/cli.md):
+
+0 success · 1 unexpected failure · 2 bad input or usage · 3 a cluster, command
+or container failed · 4 infeasible request · 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from malleable import __version__
+from malleable.errors import MalleableError
+
+logger = logging.getLogger(__name__)
+
+#: Modules that contribute subcommands, in the order they appear in ``--help``.
+COMMAND_MODULES: tuple[str, ...] = (
+    "malleable.commands.simulate",
+    "malleable.commands.experiment",
+    "malleable.commands.policies",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits with 2 and one line, as every other input error."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="malleable", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"malleable {__version__}")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0,
+        help="log more (-v: info and tracebacks, -vv: debug)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def _configure_logging(verbosity: int) -> None:
+    level = logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _configure_logging(args.verbose)
+    try:
+        return int(args.func(args))
+    except MalleableError as exc:
+        if args.verbose:
+            logger.exception("failed")
+        print(f"malleable: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("malleable: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: one line, traceback with -v
+        if args.verbose:
+            logger.exception("unexpected failure")
+        print(f"malleable: unexpected error: {type(exc).__name__}: {exc} (rerun with -v for the"
+              " traceback)", file=sys.stderr)
+        return 1

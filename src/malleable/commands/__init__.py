@@ -1,0 +1,1 @@
+"""Subcommands of the malleable CLI, one module per family."""

@@ -1,0 +1,39 @@
+"""Error types shared by every part of malleable, and the exit code each maps to.
+
+The command line turns these into one line on stderr and the exit code below
+(the traceback only with ``-v``). Library code raises them; it never exits.
+"""
+
+from __future__ import annotations
+
+
+class MalleableError(Exception):
+    """Base of every error malleable reports to a user."""
+
+    exit_code = 1
+
+
+class InputError(MalleableError, ValueError):
+    """Bad input: a workload file, a config file, a command-line value. Exit code 2."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, source: str | None = None, line: int | None = None):
+        self.source = source
+        self.line = line
+        where = ""
+        if source is not None:
+            where = f"{source}:{line}: " if line is not None else f"{source}: "
+        super().__init__(f"{where}{message}")
+
+
+class ExternalError(MalleableError):
+    """A cluster, a command or a container failed or refused. Exit code 3."""
+
+    exit_code = 3
+
+
+class InfeasibleError(MalleableError):
+    """A request that can never be met (more nodes than a cluster has...). Exit code 4."""
+
+    exit_code = 4
