@@ -1,0 +1,1 @@
+"""Resource-manager adapters: the simulator's clusters, Slurm, OAR."""

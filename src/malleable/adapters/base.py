@@ -1,0 +1,79 @@
+"""The resource-manager interface that the simulator and the real adapters share.
+
+One :class:`ResourceManager` stands for one cluster. The manager observes it once
+per cycle, applies the policy's actions through it, and drains the job events it
+saw (starts, resizes, ends) to keep its per-job records. An adapter declares what
+it can do (:class:`Capability`) rather than pretend.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from malleable.model import ClusterView, JobSpec, JobState
+
+
+class Capability(enum.Enum):
+    """What an adapter can do besides submit, observe and cancel."""
+
+    SHRINK = "shrink"
+    """Release nodes of a running job."""
+    EXPAND = "expand"
+    """Add nodes to a running job."""
+    MOLDABLE = "moldable"
+    """Submit a job with a range of sizes and let the resource manager choose."""
+    FEEDBACK = "feedback"
+    """Report per-job feedback from the application (parallelism, efficiency)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobEvent:
+    """Something that happened to a managed job, at ``time`` (seconds, manager clock).
+
+    ``state`` is RUNNING for a start and for a resize (``size`` is the new size), or a
+    finished state for an end.
+    """
+
+    time: float
+    job_id: str
+    state: JobState
+    size: int
+    reason: str = ""
+
+
+@runtime_checkable
+class ResourceManager(Protocol):
+    """One cluster, simulated or real."""
+
+    name: str
+    capabilities: frozenset[Capability]
+
+    def observe(self) -> ClusterView:
+        """The cluster now: nodes, idle, running jobs (managed or not), reserve."""
+        ...
+
+    def start(self, spec: JobSpec, size: int) -> int:
+        """Start (submit) ``spec`` with ``size`` nodes; the size granted, 0 if refused."""
+        ...
+
+    def offer_grow(self, job_id: str, offer: int) -> int:
+        """Offer ``offer`` more nodes to a running job; allocate what it accepts; return that."""
+        ...
+
+    def request_shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
+        """Ask a running job to release ``amount`` nodes; return how many it will release.
+
+        The nodes count as idle only once released (the adapter's next view shows it).
+        """
+        ...
+
+    def cancel(self, job_id: str) -> None:
+        """End a job this adapter started."""
+        ...
+
+    def drain_events(self) -> Sequence[JobEvent]:
+        """Job events seen since the last call, oldest first."""
+        ...

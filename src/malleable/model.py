@@ -1,0 +1,337 @@
+"""Jobs, clusters, views and actions: the vocabulary shared by policies, the
+manager, the simulator and the real-cluster adapters.
+
+Everything here is a frozen dataclass or an enum. A policy reads a :class:`View`
+(what every cluster looks like now, and the manager's placement queue) and
+yields :class:`Action` objects; nothing in this module does I/O.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+_EMPTY: Mapping[str, float] = MappingProxyType({})
+
+
+class JobKind(enum.Enum):
+    """How a job's size may change (Feitelson and Rudolph's classes)."""
+
+    RIGID = "rigid"
+    """Runs at exactly one size, chosen by the user."""
+    MOLDABLE = "moldable"
+    """The scheduler picks the size at start, within [min, max]; it never changes after."""
+    MALLEABLE = "malleable"
+    """The scheduler may grow or shrink the job while it runs, within [min, max]."""
+
+
+class SizeRule(enum.Enum):
+    """Which total sizes an application accepts when offered a resize.
+
+    The scheduler does not implement application constraints: it offers, and the
+    application answers with what it accepts (KOALA section VI-A).
+    """
+
+    ANY = "any"
+    """Any size within [min, max] (GADGET-2, Jacobi...)."""
+    POW2 = "pow2"
+    """Only powers of two: takes the largest power of two that fits (NAS FT)."""
+
+    def largest_fit(self, limit: int) -> int:
+        """Largest accepted total size not above ``limit`` (0 when none)."""
+        if limit < 1:
+            return 0
+        if self is SizeRule.POW2:
+            return 1 << (limit.bit_length() - 1)
+        return limit
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """A job as submitted: what it needs, not what it got.
+
+    ``app`` names an application model (see :mod:`malleable.sim.apps`); ``runtime``
+    is used by the ``fixed`` application (a job that takes ``runtime`` seconds at
+    its initial size and does not speed up). Times are in seconds.
+    """
+
+    id: str
+    kind: JobKind
+    min_size: int
+    max_size: int
+    initial_size: int
+    submit_time: float = 0.0
+    app: str = "fixed"
+    runtime: float | None = None
+    preferred_size: int | None = None
+    size_rule: SizeRule = SizeRule.ANY
+    walltime: float | None = None
+    user: str = ""
+    group: str = ""
+
+    def __post_init__(self) -> None:
+        problem = self.problem()
+        if problem:
+            raise ValueError(f"job {self.id}: {problem}")
+
+    def problem(self) -> str:
+        """Why this spec is invalid, or "" when it is fine."""
+        if self.min_size < 1:
+            return f"minimum size {self.min_size} is below 1"
+        if self.min_size > self.max_size:
+            return f"minimum size {self.min_size} is above maximum size {self.max_size}"
+        if not self.min_size <= self.initial_size <= self.max_size:
+            return (f"initial size {self.initial_size} is outside "
+                    f"[{self.min_size}, {self.max_size}]")
+        if self.kind is JobKind.RIGID and self.min_size != self.max_size:
+            return "a rigid job needs minimum size == maximum size"
+        if self.preferred_size is not None and not (
+            self.min_size <= self.preferred_size <= self.max_size
+        ):
+            return f"preferred size {self.preferred_size} is outside [{self.min_size}, {self.max_size}]"
+        if self.submit_time < 0 or not math.isfinite(self.submit_time):
+            return f"submit time {self.submit_time} is negative or not finite"
+        if self.runtime is not None and not (self.runtime >= 0 and math.isfinite(self.runtime)):
+            return f"run time {self.runtime} is negative or not finite"
+        return ""
+
+    @property
+    def malleable(self) -> bool:
+        return self.kind is JobKind.MALLEABLE
+
+    def accepts(self, current: int, offered: int) -> int:
+        """How many of ``offered`` extra processors the job takes (a grow offer)."""
+        limit = min(self.max_size, current + offered)
+        target = self.size_rule.largest_fit(limit)
+        return max(0, target - current)
+
+    def releases(self, current: int, asked: int) -> int:
+        """How many processors the job gives back when asked for ``asked`` (a shrink).
+
+        It never goes below its minimum; with a size rule it may give back more than
+        asked (an FFT at 8 asked for 1 goes to 4 and releases 4), but never more than
+        it must to reach an accepted size at or below ``current - asked``.
+        """
+        limit = max(self.min_size, current - asked)
+        target = self.size_rule.largest_fit(limit)
+        if target < self.min_size:  # no accepted size between min and limit
+            return 0
+        return max(0, current - target)
+
+
+class JobState(enum.Enum):
+    """Where a job is in its life, as the manager and the adapters report it."""
+
+    WAITING = "waiting"
+    """In the manager's placement queue, not yet submitted to a cluster."""
+    PENDING = "pending"
+    """Submitted to a cluster, queued there."""
+    RUNNING = "running"
+    """Holding nodes and running."""
+    COMPLETED = "completed"
+    """Ended by itself with success."""
+    FAILED = "failed"
+    """Ended by itself with an error, or could not be placed within its tries."""
+    CANCELLED = "cancelled"
+    """Ended by a user, the manager or the resource manager."""
+    TIMEOUT = "timeout"
+    """Killed because it overran its wall time."""
+    UNKNOWN = "unknown"
+    """A state the adapter cannot map; never taken for completed."""
+
+    @property
+    def finished(self) -> bool:
+        return self in _FINISHED
+
+
+_FINISHED = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.TIMEOUT})
+
+
+@dataclass(frozen=True, slots=True)
+class RunningJob:
+    """A job holding nodes on a cluster.
+
+    ``releasing`` counts processors the job has agreed to give back but still holds;
+    ``growing`` counts processors allocated to it that it has not taken up yet.
+    ``feedback`` carries what the application last reported (for example
+    ``parallelism`` or ``efficiency`` per quantum), empty when it reports nothing.
+    ``managed`` is False for background load (jobs the manager did not submit).
+    """
+
+    spec: JobSpec
+    cluster: str
+    size: int
+    start_time: float
+    managed: bool = True
+    releasing: int = 0
+    growing: int = 0
+    feedback: Mapping[str, float] = field(default=_EMPTY)
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def can_grow(self) -> bool:
+        return self.managed and self.spec.malleable and self.size < self.spec.max_size
+
+    @property
+    def can_shrink(self) -> bool:
+        return self.managed and self.spec.malleable and self.size > self.spec.min_size
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    """What one cluster looks like at the time of the view.
+
+    ``idle`` counts nodes that are free now (processors still being released are
+    not idle). ``reserve`` is the number of nodes the manager must leave to local
+    users: it never grows or places into them. ``running`` maps job id to job, for
+    the manager's jobs and for background jobs alike (``managed`` tells which).
+    """
+
+    name: str
+    nodes: int
+    idle: int
+    reserve: int = 0
+    running: Mapping[str, RunningJob] = field(default_factory=dict)
+    pending: int = 0
+    speed: float = 1.0
+
+    @property
+    def available(self) -> int:
+        """Idle nodes the manager may use (idle minus the reserve)."""
+        return max(0, self.idle - self.reserve)
+
+    @property
+    def background(self) -> int:
+        """Nodes held by jobs the manager did not submit."""
+        return sum(j.size for j in self.running.values() if not j.managed)
+
+    def malleable_jobs(self) -> list[RunningJob]:
+        """The manager's running malleable jobs here, oldest first (ties by id)."""
+        jobs = [j for j in self.running.values() if j.managed and j.spec.malleable]
+        jobs.sort(key=lambda j: (j.start_time, j.id))
+        return jobs
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingJob:
+    """A job in the manager's placement queue, with its failed placement tries."""
+
+    spec: JobSpec
+    tries: int = 0
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """Everything a policy may look at: the clusters and the placement queue.
+
+    A view does not change while a policy decides: actions take effect after the
+    decision (the simulator and the adapters both honour this).
+    """
+
+    time: float
+    clusters: Mapping[str, ClusterView]
+    waiting: Sequence[WaitingJob] = ()
+
+    def job(self, job_id: str) -> RunningJob | None:
+        for cluster in self.clusters.values():
+            found = cluster.running.get(job_id)
+            if found is not None:
+                return found
+        return None
+
+
+# ----------------------------------------------------------------------------- actions
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """Base of every decision a policy yields."""
+
+
+@dataclass(frozen=True, slots=True)
+class Place(Action):
+    """Start a waiting job on ``cluster`` with ``size`` nodes."""
+
+    job_id: str
+    cluster: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Grow(Action):
+    """Offer ``offer`` more nodes to a running malleable job (an answer follows)."""
+
+    job_id: str
+    offer: int
+
+
+@dataclass(frozen=True, slots=True)
+class Shrink(Action):
+    """Ask a running malleable job to give back ``amount`` nodes.
+
+    A mandatory shrink must be honoured (down to the job's minimum); a voluntary
+    one is a request the job may turn down.
+    """
+
+    job_id: str
+    amount: int
+    mandatory: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel(Action):
+    """End a job (waiting or running)."""
+
+    job_id: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Defer(Action):
+    """The policy tried to place a waiting job and could not: count a try."""
+
+    job_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reject(Action):
+    """A waiting job can never be placed (it asks for more than any cluster has)."""
+
+    job_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """A cluster's static description (the DAS-3 sites, a testbed site...)."""
+
+    name: str
+    nodes: int
+    reserve: int = 0
+    speed: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.nodes < 1:
+            raise ValueError(f"cluster {self.name}: needs at least one node, not {self.nodes}")
+        if not 0 <= self.reserve < self.nodes:
+            raise ValueError(f"cluster {self.name}: reserve {self.reserve} outside [0, nodes)")
+
+
+#: The five DAS-3 clusters of the KOALA paper (Table I), one node per allocation unit.
+DAS3: tuple[Cluster, ...] = (
+    Cluster("vu", 85),
+    Cluster("uva", 41),
+    Cluster("delft", 68),
+    Cluster("multimedian", 46),
+    Cluster("leiden", 32),
+)
