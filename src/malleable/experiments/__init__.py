@@ -1,0 +1,24 @@
+"""Reproductions of the published experiments, one module per paper.
+
+Each module named in :data:`EXPERIMENTS` exposes::
+
+    def add_arguments(parser: argparse.ArgumentParser) -> None  # its own options
+    def run(args: argparse.Namespace) -> int                     # exit code
+
+and ``malleable experiment NAME`` dispatches to it (common options: ``--out DIR``,
+``--json``).
+"""
+
+from __future__ import annotations
+
+#: experiment name -> (module, one-line description)
+EXPERIMENTS: dict[str, tuple[str, str]] = {
+    "koala": ("malleable.experiments.koala",
+              "KOALA FPSMA/EGS under PRA and PWA on DAS-3 (Figs. 7 and 8)"),
+    "coorm": ("malleable.experiments.coorm",
+              "CooRM views vs an OAR-like moldable scheduler (Figs. 6 and 7)"),
+    "acds": ("malleable.experiments.acds",
+             "AC-DS, AG-DS and EQUI-EQUI over scheduler trees (Figs. 4 to 8)"),
+    "dmrlib": ("malleable.experiments.dmrlib",
+               "DMRlib workload study: fixed, moldable, malleable, flexible jobs"),
+}
