@@ -91,7 +91,8 @@ class JobSpec:
         if self.preferred_size is not None and not (
             self.min_size <= self.preferred_size <= self.max_size
         ):
-            return f"preferred size {self.preferred_size} is outside [{self.min_size}, {self.max_size}]"
+            return (f"preferred size {self.preferred_size} is outside "
+                    f"[{self.min_size}, {self.max_size}]")
         if self.submit_time < 0 or not math.isfinite(self.submit_time):
             return f"submit time {self.submit_time} is negative or not finite"
         if self.runtime is not None and not (self.runtime >= 0 and math.isfinite(self.runtime)):
@@ -168,7 +169,7 @@ class RunningJob:
     managed: bool = True
     releasing: int = 0
     growing: int = 0
-    feedback: Mapping[str, float] = field(default=_EMPTY)
+    feedback: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
 
     @property
     def id(self) -> str:

@@ -31,7 +31,10 @@ Decision = Generator[Action, int | None, None] | Iterable[Action]
 class Policy(Protocol):
     """Anything with a ``name`` and a pure ``decide``."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """A short name for logs and records."""
+        ...
 
     def decide(self, view: View, now: float) -> Decision:
         """The actions to take now, given the view (see the module docstring)."""

@@ -1,0 +1,262 @@
+"""The malleability manager's control loop: observe -> decide -> act -> record.
+
+The same :class:`Manager` runs in the simulator and against real clusters; only the
+clock that calls :meth:`Manager.cycle` and the :class:`ResourceManager` adapters
+differ. A cycle:
+
+1. drains each adapter's job events (starts, resizes, ends) into the job records;
+2. takes one view of every cluster and of the placement queue;
+3. runs the policy, answering each action it yields through the adapters;
+4. applies the queue bookkeeping (placed jobs leave the queue, failed tries count)
+   once the policy is done, so the view never changes under the policy.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from malleable.adapters.base import JobEvent, ResourceManager
+from malleable.errors import MalleableError
+from malleable.metrics.records import JobRecord
+from malleable.model import (
+    Action,
+    Cancel,
+    Defer,
+    Grow,
+    JobSpec,
+    JobState,
+    Place,
+    Reject,
+    Shrink,
+    View,
+    WaitingJob,
+)
+from malleable.policies.base import Policy
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One malleability operation the manager performed (for the activity plot)."""
+
+    time: float
+    kind: str  # "place", "grow", "shrink", "cancel", "reject"
+    job_id: str
+    cluster: str
+    amount: int
+
+
+class Journal(Protocol):
+    """Where the manager makes its bookkeeping durable (SQLite for real runs)."""
+
+    def job_submitted(self, spec: JobSpec) -> None: ...
+
+    def operation(self, op: Operation) -> None: ...
+
+    def job_event(self, event: JobEvent) -> None: ...
+
+
+class _QueueView(Sequence[WaitingJob]):
+    """A read-only window on the manager's queue, valid while a policy decides."""
+
+    __slots__ = ("_queue",)
+
+    def __init__(self, queue: dict[str, WaitingJob]) -> None:
+        self._queue = queue
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def __iter__(self) -> Iterator[WaitingJob]:
+        return iter(self._queue.values())
+
+    def __getitem__(self, index: int) -> WaitingJob:  # type: ignore[override]
+        if index == 0 and self._queue:
+            return next(iter(self._queue.values()))
+        return list(self._queue.values())[index]
+
+
+@dataclass
+class Manager:
+    """Places jobs and grows or shrinks them through a policy, over several clusters.
+
+    ``max_tries`` is KOALA's placement-failure threshold: a job that failed to be
+    placed that many times leaves the queue as FAILED (None: never).
+    """
+
+    policy: Policy
+    clusters: Mapping[str, ResourceManager]
+    max_tries: int | None = None
+    journal: Journal | None = None
+    records: dict[str, JobRecord] = field(default_factory=dict)
+    operations: list[Operation] = field(default_factory=list)
+    _queue: dict[str, WaitingJob] = field(default_factory=dict)
+    _where: dict[str, str] = field(default_factory=dict)
+    _active: set[str] = field(default_factory=set)
+    placed_last_cycle: int = 0
+
+    # -------------------------------------------------------------- submissions
+
+    def submit(self, spec: JobSpec) -> None:
+        """Put a job in the placement queue."""
+        if spec.id in self.records:
+            raise MalleableError(f"job {spec.id} was already submitted")
+        self._queue[spec.id] = WaitingJob(spec)
+        self.records[spec.id] = JobRecord(spec)
+        self._active.add(spec.id)
+        if self.journal is not None:
+            self.journal.job_submitted(spec)
+
+    @property
+    def waiting(self) -> int:
+        return len(self._queue)
+
+    @property
+    def unfinished(self) -> int:
+        """Jobs submitted and not finished yet (waiting or running)."""
+        return len(self._active)
+
+    def cluster_of(self, job_id: str) -> str | None:
+        return self._where.get(job_id)
+
+    # -------------------------------------------------------------- the cycle
+
+    def cycle(self, now: float) -> int:
+        """One observe -> decide -> act pass; returns how many actions were applied."""
+        self._drain_events()
+        view = View(now, {name: rm.observe() for name, rm in self.clusters.items()},
+                    _QueueView(self._queue))
+        placed: list[str] = []
+        deferred: list[str] = []
+        applied = 0
+        decision = self.policy.decide(view, now)
+        answer: int | None = None
+        iterator = iter(decision)
+        send = getattr(decision, "send", None)  # generators take the answers back
+        while True:
+            try:
+                action = send(answer) if send is not None else next(iterator)
+            except StopIteration:
+                break
+            answer = self._apply(action, now, placed, deferred)
+            applied += 1
+        self._settle_queue(placed, deferred, now)
+        self.placed_last_cycle = len(placed)
+        return applied
+
+    def _drain_events(self) -> None:
+        for rm in self.clusters.values():
+            for event in rm.drain_events():
+                self.on_event(event)
+
+    def on_event(self, event: JobEvent) -> None:
+        """Record a start, resize or end reported by an adapter."""
+        record = self.records.get(event.job_id)
+        if record is None:
+            return
+        if self.journal is not None:
+            self.journal.job_event(event)
+        if event.state.finished:
+            record.finish(event.time, event.state)
+            self._active.discard(event.job_id)
+        elif event.state is JobState.RUNNING:
+            record.resize(event.time, event.size)
+
+    # -------------------------------------------------------------- actions
+
+    def _apply(self, action: Action, now: float, placed: list[str],
+               deferred: list[str]) -> int | None:
+        match action:
+            case Place(job_id, cluster, size):
+                return self._place(job_id, cluster, size, now, placed)
+            case Grow(job_id, offer):
+                return self._grow(job_id, offer, now)
+            case Shrink(job_id, amount, mandatory):
+                return self._shrink(job_id, amount, mandatory, now)
+            case Defer(job_id):
+                deferred.append(job_id)
+            case Cancel(job_id, reason):
+                self._cancel(job_id, reason, now, placed)
+            case Reject(job_id, reason):
+                self._reject(job_id, reason, now, placed)
+            case _:
+                raise MalleableError(f"policy {self.policy.name} yielded an unknown action "
+                                     f"{action!r}")
+        return None
+
+    def _place(self, job_id: str, cluster: str, size: int, now: float,
+               placed: list[str]) -> int:
+        waiting = self._queue.get(job_id)
+        if waiting is None or job_id in placed:
+            logger.warning("policy placed %s, which is not waiting", job_id)
+            return 0
+        granted = self.clusters[cluster].start(waiting.spec, size)
+        if granted:
+            placed.append(job_id)
+            self._where[job_id] = cluster
+            self.records[job_id].place(now, cluster)
+            self._log(Operation(now, "place", job_id, cluster, granted))
+        return granted
+
+    def _grow(self, job_id: str, offer: int, now: float) -> int:
+        cluster = self._where.get(job_id)
+        if cluster is None or offer <= 0:
+            return 0
+        accepted = self.clusters[cluster].offer_grow(job_id, offer)
+        if accepted:
+            self._log(Operation(now, "grow", job_id, cluster, accepted))
+        return accepted
+
+    def _shrink(self, job_id: str, amount: int, mandatory: bool, now: float) -> int:
+        cluster = self._where.get(job_id)
+        if cluster is None or amount <= 0:
+            return 0
+        released = self.clusters[cluster].request_shrink(job_id, amount, mandatory)
+        if released:
+            self._log(Operation(now, "shrink", job_id, cluster, released))
+        return released
+
+    def _cancel(self, job_id: str, reason: str, now: float, placed: list[str]) -> None:
+        cluster = self._where.get(job_id)
+        if cluster is not None:
+            self.clusters[cluster].cancel(job_id)
+        elif job_id in self._queue:
+            placed.append(job_id)  # leaves the queue after the decision
+            self.records[job_id].finish(now, JobState.CANCELLED, reason)
+            self._active.discard(job_id)
+        self._log(Operation(now, "cancel", job_id, cluster or "", 0))
+
+    def _reject(self, job_id: str, reason: str, now: float, placed: list[str]) -> None:
+        if job_id not in self._queue:
+            return
+        logger.warning("job %s rejected: %s", job_id, reason)
+        placed.append(job_id)
+        self.records[job_id].finish(now, JobState.FAILED, reason)
+        self._active.discard(job_id)
+        self._log(Operation(now, "reject", job_id, "", 0))
+
+    def _settle_queue(self, placed: list[str], deferred: list[str], now: float) -> None:
+        for job_id in placed:
+            self._queue.pop(job_id, None)
+        for job_id in deferred:
+            waiting = self._queue.get(job_id)
+            if waiting is None:
+                continue
+            tries = waiting.tries + 1
+            if self.max_tries is not None and tries >= self.max_tries:
+                del self._queue[job_id]
+                self.records[job_id].finish(now, JobState.FAILED,
+                                            f"not placed after {tries} tries")
+                self._active.discard(job_id)
+                self._log(Operation(now, "reject", job_id, "", 0))
+            else:
+                self._queue[job_id] = WaitingJob(waiting.spec, tries)
+
+    def _log(self, op: Operation) -> None:
+        self.operations.append(op)
+        if self.journal is not None:
+            self.journal.operation(op)

@@ -1,0 +1,1 @@
+"""Per-job and platform metrics, plots and reports."""

@@ -1,0 +1,84 @@
+"""Summaries of a run (simulated or real) and the per-job CSV records."""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from malleable.manager import Operation
+from malleable.metrics.records import JobRecord
+
+#: Columns of the per-job CSV written by ``simulate`` and ``manager run``.
+RECORD_COLUMNS = ("job", "kind", "app", "cluster", "state", "submit", "start", "end",
+                  "wait_s", "execution_s", "response_s", "avg_size", "max_size",
+                  "min_size", "max_allowed", "initial_size", "resizes")
+
+
+def record_row(record: JobRecord) -> dict[str, Any]:
+    spec = record.spec
+    return {
+        "job": spec.id, "kind": spec.kind.value, "app": spec.app, "cluster": record.cluster,
+        "state": record.state.value, "submit": spec.submit_time, "start": record.start,
+        "end": record.end, "wait_s": record.wait, "execution_s": record.execution,
+        "response_s": record.response, "avg_size": record.avg_size,
+        "max_size": record.max_size, "min_size": spec.min_size,
+        "max_allowed": spec.max_size, "initial_size": spec.initial_size,
+        "resizes": max(0, len(record.sizes) - 1),
+    }
+
+
+def write_records(path: Path, records: Iterable[JobRecord]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as out:
+        writer = csv.DictWriter(out, fieldnames=RECORD_COLUMNS)
+        writer.writeheader()
+        for record in records:
+            row = record_row(record)
+            writer.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v)
+                             for k, v in row.items()})
+
+
+def _mean(values: Sequence[float]) -> float:
+    finite = [v for v in values if not math.isnan(v)]
+    return sum(finite) / len(finite) if finite else math.nan
+
+
+def summarize(records: Sequence[JobRecord], operations: Sequence[Operation],
+              makespan: float, utilization: float) -> dict[str, Any]:
+    """The summary keys promised by ``malleable simulate --json``."""
+    done = [r for r in records if r.end is not None and r.start is not None]
+    return {
+        "jobs": len(records),
+        "completed": sum(1 for r in records if r.state.value == "completed"),
+        "makespan_s": makespan,
+        "utilization": utilization,
+        "mean_wait_s": _mean([r.wait for r in done]),
+        "mean_execution_s": _mean([r.execution for r in done]),
+        "mean_response_s": _mean([r.response for r in done]),
+        "mean_avg_size": _mean([r.avg_size for r in done]),
+        "mean_max_size": _mean([float(r.max_size) for r in done]),
+        "grow_ops": sum(1 for op in operations if op.kind == "grow"),
+        "shrink_ops": sum(1 for op in operations if op.kind == "shrink"),
+    }
+
+
+def utilization_series(timelines: dict[str, list[tuple[float, int]]],
+                       total_nodes: int) -> list[tuple[float, float]]:
+    """Merge per-cluster busy-node step functions into platform utilization over time."""
+    changes: list[tuple[float, str, int]] = []
+    for name, steps in timelines.items():
+        changes.extend((t, name, busy) for t, busy in steps)
+    changes.sort(key=lambda c: c[0])
+    current: dict[str, int] = dict.fromkeys(timelines, 0)
+    series: list[tuple[float, float]] = []
+    busy = 0
+    for t, name, value in changes:
+        busy += value - current[name]
+        current[name] = value
+        if series and series[-1][0] == t:
+            series[-1] = (t, busy / total_nodes)
+        else:
+            series.append((t, busy / total_nodes))
+    return series

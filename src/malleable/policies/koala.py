@@ -1,0 +1,218 @@
+"""KOALA's job management (section V-B): worst-fit placement with the PRA, PWA or
+no-malleability approach, and one malleability policy applied per cluster.
+
+``decide`` is a generator: it yields placements and offers and receives the
+answers, keeping its own count of the nodes each cluster has left in this cycle.
+
+How we read the paper where it leaves room:
+
+* **Placement queue.** Scanned head to tail whenever the policy runs; a job is
+  placed (worst fit: the cluster with the most available nodes) as soon as a
+  cluster has at least its minimum available. A malleable job starts at its
+  initial size, or at what is available if that is less (never below its minimum);
+  a rigid job at its size; a moldable job at the largest size available up to its
+  maximum. A job that cannot be placed counts a try (:class:`Defer`).
+* **Reserve.** Nodes in a cluster's reserve are never used (``ClusterView.available``).
+* **PRA.** Available nodes first go to growing the cluster's running malleable jobs;
+  a waiting malleable job is then placed only on a cluster where no running
+  malleable job would still take more (that is, "can still be grown" with what is
+  there). Rigid jobs use what the growth left. Never shrinks.
+* **PWA.** The queue is scanned first. For the first job that still cannot be
+  placed, the cluster where mandatory shrinks (down to the running jobs' minimum
+  sizes) plus what is available and already being released would make room is
+  chosen (most room first) and its jobs are asked to shrink by the missing amount.
+  If no cluster can make room, or the queue is empty, available nodes grow the
+  running jobs, as in PRA. Nodes being released are waited for, not reused.
+* **none.** Placement only; malleable jobs keep their initial size.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass, field
+
+from malleable.model import (
+    Action,
+    ClusterView,
+    Defer,
+    Grow,
+    JobKind,
+    JobSpec,
+    Place,
+    Reject,
+    RunningJob,
+    Shrink,
+    View,
+)
+from malleable.policies.malleability import (
+    FPSMA,
+    MALLEABILITY_POLICIES,
+    MalleabilityPolicy,
+    Negotiation,
+)
+
+
+class Approach(enum.Enum):
+    """When the malleability policy is initiated (KOALA section V-B)."""
+
+    PRA = "pra"
+    """Precedence to running applications: grow running jobs first, never shrink."""
+    PWA = "pwa"
+    """Precedence to waiting applications: mandatory shrinks make room for the next job."""
+    NONE = "none"
+    """No malleability: the baseline."""
+
+
+Answers = Generator[Action, int | None, None]
+
+
+def start_size(spec: JobSpec, available: int) -> int:
+    """The size a job starts with given ``available`` nodes (0: it cannot start)."""
+    if available < spec.min_size:
+        return 0
+    if spec.kind is JobKind.RIGID:
+        return spec.max_size
+    if spec.kind is JobKind.MOLDABLE:
+        return spec.size_rule.largest_fit(min(spec.max_size, available))
+    return max(spec.min_size, spec.size_rule.largest_fit(min(spec.initial_size, available)))
+
+
+@dataclass
+class KoalaPolicy:
+    """KOALA's manager: an approach, worst-fit placement and a malleability policy."""
+
+    approach: Approach = Approach.PRA
+    malleability: MalleabilityPolicy = field(default_factory=FPSMA)
+
+    @property
+    def name(self) -> str:
+        return f"koala-{self.approach.value}-{self.malleability.name}"
+
+    @classmethod
+    def named(cls, approach: str, policy: str) -> KoalaPolicy:
+        """Build from names (``pra``/``pwa``/``none``, ``fpsma``/``egs``/``equipartition``)."""
+        try:
+            appr = Approach(approach)
+        except ValueError:
+            valid = ", ".join(a.value for a in Approach)
+            raise ValueError(f"unknown approach {approach!r}; valid: {valid}") from None
+        if policy not in MALLEABILITY_POLICIES:
+            valid = ", ".join(MALLEABILITY_POLICIES)
+            raise ValueError(f"unknown malleability policy {policy!r}; valid: {valid}")
+        return cls(appr, MALLEABILITY_POLICIES[policy]())
+
+    # ------------------------------------------------------------------ decide
+
+    def decide(self, view: View, now: float) -> Answers:
+        cycle = _Cycle({name: c.available for name, c in view.clusters.items()})
+        largest = max((c.nodes - c.reserve for c in view.clusters.values()), default=0)
+        if self.approach is Approach.PRA:
+            yield from self._grow_all(view.clusters, cycle)
+        blocked = yield from self._place_queue(view, cycle, largest)
+        if self.approach is Approach.PWA:
+            made_room = False
+            if blocked is not None:
+                made_room = yield from self._make_room(view.clusters, cycle, blocked)
+            if not made_room:
+                yield from self._grow_all(view.clusters, cycle)
+
+    def _place_queue(self, view: View, cycle: _Cycle,
+                     largest: int) -> Generator[Action, int | None, JobSpec | None]:
+        """Place what fits, head to tail; return the first job that did not fit."""
+        first_blocked: JobSpec | None = None
+        for waiting in view.waiting:
+            spec = waiting.spec
+            if spec.min_size > largest:
+                yield Reject(spec.id, f"needs {spec.min_size} nodes, the largest cluster "
+                                      f"offers {largest}")
+                continue
+            cluster = self._worst_fit(view.clusters, cycle, spec)
+            size = start_size(spec, cycle.avail[cluster]) if cluster else 0
+            granted = _answer((yield Place(spec.id, cluster, size))) if size else 0
+            if granted:
+                cycle.avail[cluster] -= granted
+                continue
+            yield Defer(spec.id)
+            if first_blocked is None:
+                first_blocked = spec
+        return first_blocked
+
+    def _worst_fit(self, clusters: Mapping[str, ClusterView], cycle: _Cycle,
+                   spec: JobSpec) -> str:
+        """The eligible cluster with the most available nodes ("" when none)."""
+        best, most = "", -1
+        for name, cluster in clusters.items():
+            if (self.approach is Approach.PRA and spec.malleable
+                    and cycle.can_still_grow(cluster)):
+                continue
+            if cycle.avail[name] > most:
+                best, most = name, cycle.avail[name]
+        return best
+
+    def _grow_all(self, clusters: Mapping[str, ClusterView], cycle: _Cycle) -> Answers:
+        for name, cluster in clusters.items():
+            if cycle.avail[name] <= 0:
+                continue
+            jobs = [j for j in cluster.malleable_jobs() if cycle.size(j) < j.spec.max_size]
+            if jobs:
+                accepted = yield from cycle.relay(self.malleability.grow(jobs, cycle.avail[name]))
+                cycle.avail[name] -= accepted
+
+    def _make_room(self, clusters: Mapping[str, ClusterView], cycle: _Cycle,
+                   spec: JobSpec) -> Generator[Action, int | None, bool]:
+        """Mandatory shrinks on the cluster with the most room; False if none can fit ``spec``."""
+        best, best_room = "", -1
+        for name, cluster in clusters.items():
+            coming = sum(j.releasing for j in cluster.running.values())
+            shrinkable = sum(j.size - j.releasing - j.spec.min_size
+                             for j in cluster.malleable_jobs() if j.managed)
+            room = cycle.avail[name] + coming + max(0, shrinkable)
+            if room >= spec.min_size and room > best_room:
+                best, best_room = name, room
+        if not best:
+            return False
+        cluster = clusters[best]
+        coming = sum(j.releasing for j in cluster.running.values())
+        missing = spec.min_size - cycle.avail[best] - coming
+        if missing > 0:
+            jobs = [j for j in cluster.malleable_jobs() if j.size - j.releasing > j.spec.min_size]
+            yield from cycle.relay(self.malleability.shrink(jobs, missing, True))
+        return True
+
+
+@dataclass
+class _Cycle:
+    """What the policy knows within one decision: nodes left and sizes after answers."""
+
+    avail: dict[str, int]
+    delta: dict[str, int] = field(default_factory=dict)
+
+    def size(self, job: RunningJob) -> int:
+        return job.size + self.delta.get(job.id, 0)
+
+    def relay(self, negotiation: Negotiation) -> Generator[Action, int | None, int]:
+        """Pass a malleability policy's offers on, noting the answers."""
+        answer: int | None = None
+        while True:
+            try:
+                action = negotiation.send(answer)
+            except StopIteration as done:
+                return int(done.value)
+            answer = yield action
+            if isinstance(action, Grow):
+                self.delta[action.job_id] = self.delta.get(action.job_id, 0) + _answer(answer)
+            elif isinstance(action, Shrink):
+                self.delta[action.job_id] = self.delta.get(action.job_id, 0) - _answer(answer)
+
+    def can_still_grow(self, cluster: ClusterView) -> bool:
+        """Would a running malleable job here take some of the nodes still available?"""
+        available = self.avail[cluster.name]
+        if available <= 0:
+            return False
+        return any(j.spec.accepts(self.size(j), available) > 0
+                   for j in cluster.running.values() if j.managed and j.spec.malleable)
+
+
+def _answer(got: int | None) -> int:
+    return int(got or 0)

@@ -1,0 +1,1 @@
+"""The discrete-event simulator: engine, simulated clusters, application models."""

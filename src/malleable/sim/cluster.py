@@ -1,0 +1,197 @@
+"""A simulated cluster that implements the :class:`ResourceManager` protocol.
+
+Jobs progress at ``speed / time(n)`` of their work per second at size ``n``; a
+resize keeps the work done and costs ``reconfig_cost`` seconds without progress.
+A shrink's nodes are released ``release_delay`` seconds after the job agreed (the
+time an application takes to reach its next reconfiguration point); until then
+they are neither the job's to use nor idle. Jobs that the manager did not submit
+(background load) occupy nodes too and show as ``managed=False``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from malleable.adapters.base import Capability, JobEvent
+from malleable.model import ClusterView, JobSpec, JobState, RunningJob
+from malleable.sim.apps import TimeModel, time_model
+from malleable.sim.engine import END, RELEASE, Engine
+
+_EPS = 1e-9
+
+
+@dataclass(slots=True)
+class _Job:
+    spec: JobSpec
+    curve: TimeModel
+    size: int
+    start: float
+    managed: bool
+    progress: float = 0.0
+    last: float = 0.0
+    paused_until: float = 0.0
+    releasing: int = 0
+    version: int = 0
+    view: RunningJob | None = None
+
+
+@dataclass
+class SimCluster:
+    """One modelled cluster, driven by an :class:`Engine`."""
+
+    name: str
+    nodes: int
+    engine: Engine
+    reserve: int = 0
+    speed: float = 1.0
+    reconfig_cost: float = 0.0
+    release_delay: float = 0.0
+    capabilities: frozenset[Capability] = frozenset(
+        {Capability.SHRINK, Capability.EXPAND, Capability.MOLDABLE})
+    idle: int = field(init=False)
+    busy_area: float = field(init=False, default=0.0)
+    timeline: list[tuple[float, int]] | None = None
+    _jobs: dict[str, _Job] = field(init=False, default_factory=dict)
+    _events: list[JobEvent] = field(init=False, default_factory=list)
+    _last_change: float = field(init=False, default=0.0)
+
+    def __post_init__(self) -> None:
+        self.idle = self.nodes
+        self._last_change = self.engine.now
+
+    # ---------------------------------------------------------- ResourceManager
+
+    def observe(self) -> ClusterView:
+        running = {job_id: self._view(job) for job_id, job in self._jobs.items()}
+        return ClusterView(self.name, self.nodes, self.idle, self.reserve,
+                           MappingProxyType(running), 0, self.speed)
+
+    def start(self, spec: JobSpec, size: int, managed: bool = True) -> int:
+        if size < 1 or size > self.idle:
+            return 0
+        now = self.engine.now
+        self._account(now)
+        self.idle -= size
+        self._mark()
+        job = _Job(spec, time_model(spec), size, now, managed, last=now)
+        self._jobs[spec.id] = job
+        self._schedule_end(job)
+        if managed:
+            self._events.append(JobEvent(now, spec.id, JobState.RUNNING, size))
+        return size
+
+    def offer_grow(self, job_id: str, offer: int) -> int:
+        job = self._jobs.get(job_id)
+        if job is None or not job.managed or not job.spec.malleable:
+            return 0
+        accepted = job.spec.accepts(job.size - job.releasing, min(offer, self.idle))
+        if accepted <= 0:
+            return 0
+        self._account(self.engine.now)
+        self.idle -= accepted
+        self._mark()
+        self._resize(job, job.size + accepted)
+        return accepted
+
+    def request_shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
+        job = self._jobs.get(job_id)
+        if job is None or not job.managed or not job.spec.malleable:
+            return 0
+        released = job.spec.releases(job.size - job.releasing, amount)
+        if released <= 0:
+            return 0
+        if self.release_delay <= 0:
+            self._release(job, released)
+        else:
+            job.releasing += released
+            job.view = None
+            self.engine.at(self.engine.now + self.release_delay,
+                           lambda: self._release_later(job, released), RELEASE)
+        return released
+
+    def cancel(self, job_id: str) -> None:
+        job = self._jobs.get(job_id)
+        if job is not None:
+            self._finish(job, JobState.CANCELLED)
+
+    def drain_events(self) -> Sequence[JobEvent]:
+        events, self._events = self._events, []
+        return events
+
+    # ---------------------------------------------------------- simulation
+
+    @property
+    def busy(self) -> int:
+        return self.nodes - self.idle
+
+    def utilization(self, until: float) -> float:
+        """Time-averaged fraction of busy nodes from time 0 to ``until``."""
+        self._account(until)
+        return self.busy_area / (self.nodes * until) if until > 0 else 0.0
+
+    def _account(self, now: float) -> None:
+        if now > self._last_change:
+            self.busy_area += (self.nodes - self.idle) * (now - self._last_change)
+            self._last_change = now
+
+    def _mark(self) -> None:
+        if self.timeline is not None:
+            self.timeline.append((self.engine.now, self.nodes - self.idle))
+
+    def _view(self, job: _Job) -> RunningJob:
+        if job.view is None:
+            job.view = RunningJob(job.spec, self.name, job.size, job.start, job.managed,
+                                  job.releasing)
+        return job.view
+
+    def _advance(self, job: _Job, now: float) -> None:
+        begin = max(job.last, job.paused_until)
+        if now > begin:
+            job.progress += (now - begin) * self.speed / job.curve(job.size)
+        job.last = now
+
+    def _schedule_end(self, job: _Job) -> None:
+        job.version += 1
+        version = job.version
+        remaining = max(0.0, 1.0 - job.progress)
+        begin = max(self.engine.now, job.paused_until)
+        end = begin + remaining * job.curve(job.size) / self.speed
+        self.engine.at(end, lambda: self._end(job, version), END)
+
+    def _end(self, job: _Job, version: int) -> None:
+        if job.version == version and job.spec.id in self._jobs:
+            self._finish(job, JobState.COMPLETED)
+
+    def _finish(self, job: _Job, state: JobState) -> None:
+        now = self.engine.now
+        self._account(now)
+        del self._jobs[job.spec.id]
+        job.version += 1
+        self.idle += job.size
+        self._mark()
+        if job.managed:
+            self._events.append(JobEvent(now, job.spec.id, state, 0))
+
+    def _resize(self, job: _Job, size: int) -> None:
+        now = self.engine.now
+        self._advance(job, now)
+        job.size = size
+        job.view = None
+        if self.reconfig_cost > 0:
+            job.paused_until = max(job.paused_until, now) + self.reconfig_cost
+        self._schedule_end(job)
+        self._events.append(JobEvent(now, job.spec.id, JobState.RUNNING, size))
+
+    def _release(self, job: _Job, released: int) -> None:
+        self._account(self.engine.now)
+        self.idle += released
+        self._mark()
+        self._resize(job, job.size - released)
+
+    def _release_later(self, job: _Job, released: int) -> None:
+        if self._jobs.get(job.spec.id) is not job:
+            return  # ended first: its nodes went back with it
+        job.releasing -= released
+        self._release(job, released)

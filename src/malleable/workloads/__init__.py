@@ -1,0 +1,1 @@
+"""Workloads: generators (KOALA, ...) and the SWF reader/writer."""

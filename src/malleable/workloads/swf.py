@@ -1,0 +1,182 @@
+"""SWF 2.2 (Standard Workload Format) with malleable fields, read and written.
+
+A plain SWF file (18 whitespace-separated fields a line, ``;`` comments) reads as
+rigid jobs of the ``fixed`` application: size from field 8 (requested processors)
+or field 5 (allocated) when 8 is -1, run time from field 4, wall time from field 9.
+Jobs whose run time or size is unknown (-1) cannot be simulated: they are skipped
+and counted (:attr:`SwfWorkload.skipped`).
+
+The malleable extension (docs/workloads.md) appends five fields to each line:
+
+====  ==================================================================
+ 19   job kind: 0 rigid, 1 moldable, 2 malleable (-1: rigid)
+ 20   minimum size (-1: the size of fields 8/5)
+ 21   maximum size (-1: the size of fields 8/5)
+ 22   preferred size (-1: none)
+ 23   application number, named in the header by ``; MalleableApp: N NAME``
+      (-1: ``fixed``, which needs the run time of field 4)
+====  ==================================================================
+
+The size of fields 8/5 is the job's initial size. The header line
+``; MalleableFormat: 1`` marks such a file. Lines have 18 or 23 fields; anything
+else, a non-numeric field, a negative submit time, a minimum above the maximum or an
+unknown application stops the read with an :class:`InputError` naming file:line.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from malleable.errors import InputError
+from malleable.model import JobKind, JobSpec, SizeRule
+from malleable.sim.apps import RULES, known
+
+logger = logging.getLogger(__name__)
+
+_KINDS = {-1: JobKind.RIGID, 0: JobKind.RIGID, 1: JobKind.MOLDABLE, 2: JobKind.MALLEABLE}
+_KIND_CODES = {JobKind.RIGID: 0, JobKind.MOLDABLE: 1, JobKind.MALLEABLE: 2}
+_APP_LINE = re.compile(r";\s*MalleableApp:\s*(\d+)\s+(\S+)\s*$")
+
+
+@dataclass
+class SwfWorkload:
+    """The jobs of an SWF file and what was left out."""
+
+    jobs: list[JobSpec]
+    skipped: int = 0
+    header: list[str] = field(default_factory=list)
+
+
+def read_swf(path: str | Path) -> SwfWorkload:
+    """Read a (malleable) SWF file; InputError with file:line on bad input."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"cannot read workload: {exc.strerror}", source=str(path)) from None
+    return parse_swf(text.splitlines(), str(path))
+
+
+def parse_swf(lines: Iterable[str], source: str = "<swf>") -> SwfWorkload:
+    apps: dict[int, str] = {}
+    workload = SwfWorkload([])
+    seen: set[str] = set()
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith(";"):
+            workload.header.append(line)
+            match = _APP_LINE.match(line)
+            if match:
+                apps[int(match.group(1))] = match.group(2)
+            continue
+        spec = _parse_line(line, apps, source, number)
+        if spec is None:
+            workload.skipped += 1
+            continue
+        if spec.id in seen:
+            raise InputError(f"job number {spec.id} appears twice", source=source, line=number)
+        seen.add(spec.id)
+        workload.jobs.append(spec)
+    if workload.skipped:
+        logger.warning("%s: skipped %d jobs with unknown run time or size", source,
+                       workload.skipped)
+    return workload
+
+
+def _numbers(line: str, source: str, number: int) -> list[float]:
+    fields = line.split()
+    if len(fields) not in (18, 23):
+        raise InputError(f"expected 18 SWF fields (or 23 with the malleable ones), found "
+                         f"{len(fields)}", source=source, line=number)
+    try:
+        return [float(f) for f in fields]
+    except ValueError:
+        bad = next(f for f in fields if not _is_number(f))
+        raise InputError(f"field {fields.index(bad) + 1} is not a number: {bad!r}",
+                         source=source, line=number) from None
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _parse_line(line: str, apps: dict[int, str], source: str, number: int) -> JobSpec | None:
+    f = _numbers(line, source, number)
+    job_id, submit, runtime = int(f[0]), f[1], f[3]
+    size = int(f[7]) if f[7] > 0 else int(f[4])
+    if submit < 0:
+        raise InputError(f"negative submit time {submit:g}", source=source, line=number)
+    kind, low, high, preferred, app = JobKind.RIGID, size, size, None, "fixed"
+    if len(f) == 23:
+        code = int(f[18])
+        if code not in _KINDS:
+            raise InputError(f"job kind {code} is not -1, 0, 1 or 2", source=source, line=number)
+        kind = _KINDS[code]
+        low = int(f[19]) if f[19] > 0 else size
+        high = int(f[20]) if f[20] > 0 else size
+        preferred = int(f[21]) if f[21] > 0 else None
+        app = _app_name(int(f[22]), apps, source, number)
+    if app == "fixed" and runtime < 0:
+        return None
+    if size <= 0:
+        return None
+    try:
+        return JobSpec(str(job_id), kind, low, high, size, submit_time=submit, app=app,
+                       runtime=runtime if runtime >= 0 else None, preferred_size=preferred,
+                       size_rule=RULES.get(app, SizeRule.ANY),
+                       walltime=f[8] if f[8] > 0 else None,
+                       user=str(int(f[11])) if f[11] >= 0 else "",
+                       group=str(int(f[12])) if f[12] >= 0 else "")
+    except ValueError as exc:
+        message = str(exc).split(": ", 1)[-1]
+        raise InputError(message, source=source, line=number) from None
+
+
+def _app_name(code: int, apps: dict[int, str], source: str, number: int) -> str:
+    if code < 0:
+        return "fixed"
+    name = apps.get(code)
+    if name is None:
+        raise InputError(f"application number {code} has no '; MalleableApp: {code} NAME' "
+                         "header line", source=source, line=number)
+    if not known(name):
+        raise InputError(f"unknown application {name!r}", source=source, line=number)
+    return name
+
+
+def write_swf(path: str | Path, jobs: Sequence[JobSpec], comment: str = "") -> None:
+    """Write ``jobs`` as a malleable SWF file (23 fields a line)."""
+    names = sorted({j.app for j in jobs if j.app != "fixed"})
+    codes = {name: i + 1 for i, name in enumerate(names)}
+    lines = ["; Version: 2.2", "; MalleableFormat: 1"]
+    if comment:
+        lines.append(f"; Note: {comment}")
+    lines += [f"; MalleableApp: {codes[n]} {n}" for n in names]
+    for i, spec in enumerate(jobs, start=1):
+        lines.append(" ".join(_fields(spec, i, codes)))
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _fields(spec: JobSpec, index: int, codes: dict[str, int]) -> list[str]:
+    job_id = spec.id if spec.id.isdigit() else str(index)
+    runtime = f"{spec.runtime:g}" if spec.runtime is not None else "-1"
+    walltime = f"{spec.walltime:g}" if spec.walltime is not None else "-1"
+    user = spec.user if spec.user.isdigit() else "-1"
+    group = spec.group if spec.group.isdigit() else "-1"
+    base = [job_id, f"{spec.submit_time:g}", "-1", runtime, str(spec.initial_size), "-1", "-1",
+            str(spec.initial_size), walltime, "-1", "-1", user, group, "-1", "-1", "-1", "-1",
+            "-1"]
+    extra = [str(_KIND_CODES[spec.kind]), str(spec.min_size), str(spec.max_size),
+             str(spec.preferred_size) if spec.preferred_size is not None else "-1",
+             str(codes.get(spec.app, -1))]
+    return base + extra
