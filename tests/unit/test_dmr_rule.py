@@ -15,7 +15,6 @@ from malleable.model import (
     WaitingJob,
 )
 from malleable.policies.base import Policy
-from malleable.policies.registry import make
 from malleable.policies.dmr import (
     DmrPolicy,
     JobLimits,
@@ -24,6 +23,7 @@ from malleable.policies.dmr import (
     dmr,
     dmr_resize,
 )
+from malleable.policies.registry import make
 from tests.helpers import by_spec, cluster, drive, mjob, rigid, running
 
 EXPAND, SHRINK, NONE = ResizeKind.EXPAND, ResizeKind.SHRINK, ResizeKind.NONE
