@@ -1,0 +1,84 @@
+"""Command-line plumbing shared by the example programs in ``examples/``.
+
+Every example takes the same options: where resize decisions come from
+(``--schedule 2,4,2``, ``--channel DIR`` from the runner, ``--dmr FILE`` for
+DMRlib's rule over a resources file, or nothing for a fixed-size run), the
+malleability parameters and inhibitors, and ``--result FILE`` to write the phases
+and the checksum as JSON. The last process set prints one line per phase and the
+checksum.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from malleable.model import SizeRule
+from malleable.mpi.channel import FileChannel, read_json
+from malleable.mpi.params import Inhibitors, Params
+from malleable.mpi.sources import DmrSource, ResizeSource, Resources, Scripted
+
+
+def parser(description: str, *, iterations: int, size: int) -> argparse.ArgumentParser:
+    """An argument parser with the options every example shares."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--iterations", type=int, default=iterations, help="iterations to run")
+    p.add_argument("--size", type=int, default=size, help="problem size (elements per axis)")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--schedule", help="sizes per phase (2,4,2) or iteration:size pairs")
+    src.add_argument("--channel", type=Path, help="directory of the runner's file channel")
+    src.add_argument("--dmr", type=Path, metavar="FILE",
+                     help="DMRlib's rule over a JSON file {available, pending}")
+    p.add_argument("--min", type=int, default=1, help="minimum process count")
+    p.add_argument("--max", type=int, default=64, help="maximum process count")
+    p.add_argument("--preferred", type=int, default=None, help="preferred process count")
+    p.add_argument("--every", type=int, default=1, help="check every K iterations")
+    p.add_argument("--period", type=float, default=0.0, help="check at most every S seconds")
+    p.add_argument("--result", type=Path, help="write phases and checksum here (JSON)")
+    p.add_argument("--save", type=Path, help="write the final distributed array here (.npy)")
+    return p
+
+
+def params(args: argparse.Namespace, rule: SizeRule = SizeRule.ANY) -> Params:
+    return Params(args.min, args.max, args.preferred, rule)
+
+
+def inhibitors(args: argparse.Namespace) -> Inhibitors:
+    return Inhibitors(args.period, args.every)
+
+
+def source(args: argparse.Namespace) -> ResizeSource:
+    """The resize source the options name (a schedule that never resizes by default)."""
+    if args.schedule:
+        return Scripted.parse(args.schedule, args.iterations)
+    if args.channel:
+        return FileChannel(args.channel)
+    if args.dmr:
+        return DmrSource(_file_probe(args.dmr))
+    return Scripted({})
+
+
+def _file_probe(path: Path) -> Any:
+    def probe() -> Resources:
+        data = read_json(path) or {}
+        return Resources(int(data.get("available", 0)),
+                         tuple(int(x) for x in data.get("pending", ())),
+                         tuple(str(h) for h in data.get("hosts", ())))
+
+    return probe
+
+
+def report(args: argparse.Namespace, phases: Sequence[dict[str, Any]], checksum: float,
+           name: str) -> None:
+    """Print the phases and the checksum; write them to ``--result`` when given."""
+    for k, phase in enumerate(phases, start=1):
+        print(f"{name} phase {k}: {phase['size']} processes, iterations "
+              f"{phase['iteration']}-{phase['end_iteration']}, {phase['seconds']:.3f} s "
+              f"(reconfiguration {phase['reconfig_seconds']:.3f} s)", flush=True)
+    print(f"{name} checksum: {checksum:.15e}", flush=True)
+    if args.result is not None:
+        args.result.write_text(json.dumps({"name": name, "checksum": checksum,
+                                           "phases": list(phases)}, indent=2) + "\n")

@@ -1,0 +1,262 @@
+"""The malleable-application API: reconfiguration points for iterative mpi4py programs.
+
+A program declares its :class:`~malleable.mpi.params.Params`, inhibitors, a
+:class:`~malleable.mpi.sources.ResizeSource` and how its arrays move; then, at the
+top of each iteration, it calls :meth:`Malleable.reconfigure`. On a resize the
+library spawns the new process set (``MPI_Comm_spawn`` of the same program, on the
+offered hosts), hands the state over through the intercommunicator and the old
+processes leave; the new ones resume at the same iteration (DMRlib's Algorithm 1)::
+
+    mall = Malleable(Params(2, 8, 4), Scripted.parse("2,4,2", 30))
+    result = mall.run(init, step, iterations=30)   # None on processes that left
+
+or, with a loop of one's own::
+
+    resumed = mall.resume()
+    iteration, data = resumed if resumed else (0, init(mall.comm))
+    while iteration < total:
+        kept = mall.reconfigure(iteration, data)
+        if kept is None:
+            return            # handed over: this process leaves
+        data = kept
+        ...                   # compute on mall.comm
+        iteration += 1
+    mall.finish(iteration)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from malleable.mpi.handover import Data, Redistribution, receive_state, send_state
+from malleable.mpi.params import CheckClock, Inhibitors, Outcome, Params
+from malleable.mpi.sources import Offer, Point, Report, ResizeSource
+from malleable.mpi.transfer import mpi
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What rank 0 tells every process at a check: the offer and the size accepted."""
+
+    offer: Offer
+    accepted: int
+
+
+def spawn_hosts(offer: Offer, accepted: int) -> tuple[str, str]:
+    """Open MPI ``host`` and ``add-host`` info values for ``accepted`` processes.
+
+    When the offer lists one host per process (as many entries as its target), the
+    first ``accepted`` are used and the rest given back; otherwise the list is
+    passed as is. ``add-host`` keeps only the new hosts that are used.
+    """
+    hosts = list(offer.hosts)
+    if len(hosts) == offer.target and accepted < offer.target:
+        hosts = hosts[:accepted]
+    used = {h.split(":", 1)[0] for h in hosts} if hosts else None
+    added = [h for h in offer.add_hosts if used is None or h.split(":", 1)[0] in used]
+    return ",".join(hosts), ",".join(added)
+
+
+def default_command() -> list[str]:
+    """How this program was started: the interpreter and its original arguments."""
+    argv = list(getattr(sys, "orig_argv", []))[1:] or list(sys.argv)
+    if not argv or argv[0] in ("", "-c"):
+        raise ValueError("cannot tell how to start this program again: pass command=[...]")
+    return [sys.executable, *argv]
+
+
+class Malleable:
+    """One process's view of a malleable application (create it on every rank).
+
+    ``layouts`` says how each distributed array moves (Block when not named);
+    ``command`` is what the new processes run (default: this program again, same
+    arguments); ``spawn_info`` adds MPI info keys for ``MPI_Comm_spawn``.
+    """
+
+    def __init__(self, params: Params, source: ResizeSource, *,
+                 inhibitors: Inhibitors | None = None,
+                 layouts: Mapping[str, Redistribution] | None = None,
+                 command: Sequence[str] | None = None,
+                 spawn_info: Mapping[str, str] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        MPI = mpi()
+        self.params = params
+        self.source = source
+        self.layouts = dict(layouts or {})
+        self.command = list(command) if command else default_command()
+        self.spawn_info = dict(spawn_info or {})
+        self.clock = clock
+        self.checks = CheckClock(inhibitors or Inhibitors())
+        self.comm: Any = MPI.COMM_WORLD
+        self.parent: Any = MPI.Comm.Get_parent()
+        self.outcome = Outcome.CONTINUE
+        self.phases: list[dict[str, Any]] = []
+        self.started = time.time()
+
+    @property
+    def rank(self) -> int:
+        return int(self.comm.Get_rank())
+
+    @property
+    def size(self) -> int:
+        return int(self.comm.Get_size())
+
+    @property
+    def spawned(self) -> bool:
+        """True in a process set started by a resize."""
+        return bool(self.parent != mpi().COMM_NULL)
+
+    # ---------------------------------------------------------------- start and resume
+
+    def resume(self) -> tuple[int, Data] | None:
+        """On a spawned set: take over the state (iteration, data); on the first set: None."""
+        if not self.spawned:
+            self._begin_phase(0, 0.0)
+            self._record("start", 0)
+            return None
+        header, data = receive_state(self.comm, self.parent, self.layouts)
+        self.parent.Disconnect()
+        self.comm.Barrier()
+        seconds = time.time() - float(header["t0"])
+        iteration = int(header["iteration"])
+        self.phases = list(header["phases"])
+        self.checks.checked(iteration, self.clock())
+        self._begin_phase(iteration, seconds)
+        if self.rank == 0:
+            self.source.restore(header["source"])
+            self.source.completed(Report(int(header["seq"]), self.size, iteration, seconds))
+            self._record("resize", iteration, previous=int(header["previous"]), seconds=seconds,
+                         spawn_seconds=float(header["spawn_seconds"]), seq=int(header["seq"]))
+        return iteration, data
+
+    def _begin_phase(self, iteration: int, seconds: float) -> None:
+        self.phases.append({"size": self.size, "iteration": iteration, "time": time.time(),
+                            "reconfig_seconds": seconds})
+
+    def _record(self, event: str, iteration: int, **extra: Any) -> None:
+        if self.rank == 0:
+            self.source.record({"event": event, "iteration": iteration, "size": self.size,
+                                **extra})
+
+    # ---------------------------------------------------------------- the point
+
+    def reconfigure(self, iteration: int, data: Data) -> Data | None:
+        """The reconfiguration point, at the top of iteration ``iteration`` (collective).
+
+        Returns ``data`` to carry on with, or None when this process handed its state
+        to a new process set and must leave (return from the program).
+        """
+        self.outcome = Outcome.CONTINUE
+        if not self.checks.iteration_due(iteration):
+            return data
+        self.checks.last_iteration = iteration
+        decision = self._decide(iteration)
+        if decision is None or decision.accepted == self.size:
+            return data
+        t0 = time.time()
+        intercomm = self._spawn(decision, iteration)
+        if intercomm is None:
+            return data
+        header = {"iteration": iteration, "seq": decision.offer.seq, "t0": t0,
+                  "spawn_seconds": time.time() - t0, "previous": self.size,
+                  "phases": self.phases,
+                  "source": self.source.snapshot() if self.rank == 0 else {}}
+        send_state(self.comm, intercomm, header, data, self.layouts)
+        intercomm.Disconnect()
+        self.outcome = Outcome.EXPAND if decision.accepted > self.size else Outcome.SHRINK
+        logger.info("rank %d: handed over to %d processes at iteration %d", self.rank,
+                    decision.accepted, iteration)
+        return None
+
+    def _decide(self, iteration: int) -> Decision | None:
+        """Rank 0 consults the source (when the period allows) and tells everyone."""
+        decision: Decision | None = None
+        if self.rank == 0:
+            decision = self._poll(iteration)
+        shared: Decision | None = self.comm.bcast(decision, root=0)
+        return shared
+
+    def _poll(self, iteration: int) -> Decision | None:
+        now = self.clock()
+        if not self.checks.time_due(now):
+            return None
+        self.checks.checked(iteration, now)
+        point = Point(iteration, self.size, self.params, time.time() - self.started)
+        offer = self.source.poll(point)
+        if offer is None:
+            return None
+        accepted = self.params.accept(self.size, offer.target)
+        self.source.answered(offer, point, accepted)
+        if accepted == self.size:
+            self.source.completed(Report(offer.seq, self.size, iteration))
+        return Decision(offer, accepted)
+
+    def _spawn(self, decision: Decision, iteration: int) -> Any:
+        """Start the new process set; None (and a failure report) if MPI refuses."""
+        MPI = mpi()
+        info = MPI.Info.Create()
+        host, add_host = spawn_hosts(decision.offer, decision.accepted)
+        values = {"wdir": os.getcwd(), "host": host, "add-host": add_host, **self.spawn_info}
+        for key, value in values.items():
+            if value:
+                info.Set(key, value)
+        try:
+            return self.comm.Spawn(self.command[0], args=self.command[1:],
+                                   maxprocs=decision.accepted, info=info, root=0)
+        except MPI.Exception as exc:
+            logger.error("spawning %d processes failed: %s", decision.accepted, exc)
+            if self.rank == 0:
+                self.source.completed(Report(decision.offer.seq, self.size, iteration,
+                                             error=f"spawn failed: {exc}"))
+            return None
+        finally:
+            info.Free()
+
+    # ---------------------------------------------------------------- driving a loop
+
+    def run(self, init: Callable[[Any], Data], step: Callable[[Any, Data, int], None],
+            iterations: int) -> Data | None:
+        """Run ``step(comm, data, i)`` for i in [start, iterations) with a point before each.
+
+        ``init(comm)`` builds the data on the first process set. Returns the final data
+        on the last process set, None on processes that left.
+        """
+        resumed = self.resume()
+        iteration, data = resumed if resumed is not None else (0, init(self.comm))
+        while iteration < iterations:
+            kept = self.reconfigure(iteration, data)
+            if kept is None:
+                return None
+            data = kept
+            step(self.comm, data, iteration)
+            iteration += 1
+        self.finish(iteration)
+        return data
+
+    def request(self, target: int, iteration: int) -> int:
+        """Ask for ``target`` processes (application-initiated); only rank 0 asks."""
+        return self.source.request(target, iteration) if self.rank == 0 else 0
+
+    def finish(self, iteration: int, **extra: Any) -> list[dict[str, Any]]:
+        """Record the end; return the phases.
+
+        Each phase has its ``size``, first ``iteration`` and ``end_iteration``, its
+        ``time`` of start (epoch seconds), the ``reconfig_seconds`` the resize into it
+        took (from the decision to the new processes holding the data) and the
+        ``seconds`` it computed (up to the next decision).
+        """
+        self._record("finish", iteration, **extra)
+        end = {"iteration": iteration, "time": time.time(), "reconfig_seconds": 0.0}
+        phases = []
+        for this, nxt in zip(self.phases, [*self.phases[1:], end], strict=True):
+            seconds = nxt["time"] - this["time"] - nxt["reconfig_seconds"]
+            phases.append({**this, "end_iteration": nxt["iteration"], "seconds": seconds})
+        return phases
