@@ -17,11 +17,14 @@ from malleable.mpi import Data, Malleable, block_counts, demo
 
 
 def rows(n: int, start: int, stop: int) -> np.ndarray:
-    """Rows [start, stop) of A: a_ij = 1 / (1 + |i - j|) off the diagonal, a_ii = n."""
-    i = np.arange(start, stop)[:, None]
-    j = np.arange(n)[None, :]
-    a = 1.0 / (1.0 + np.abs(i - j))
-    a[np.arange(stop - start), np.arange(start, stop)] = float(n)
+    """Rows [start, stop) of A: a_ij = 1 / (1 + |i - j|), a_ii = 1 + the row's other entries.
+
+    Barely diagonally dominant, so Jacobi converges slowly and every iteration counts.
+    """
+    a = 1.0 / (1.0 + np.abs(np.arange(start, stop)[:, None] - np.arange(n)[None, :]))
+    local, diagonal = np.arange(stop - start), np.arange(start, stop)
+    a[local, diagonal] = 0.0
+    a[local, diagonal] = 1.0 + a.sum(axis=1)
     return a
 
 
@@ -33,16 +36,9 @@ def init(comm: MPI.Comm, n: int) -> Data:
     return Data({"a": rows(n, start, stop), "b": b, "x": np.zeros(stop - start)})
 
 
-def gather(comm: MPI.Comm, local: np.ndarray) -> np.ndarray:
-    counts = np.array(comm.allgather(len(local)))
-    full = np.empty(int(counts.sum()), dtype=local.dtype)
-    comm.Allgatherv(local, [full, counts])
-    return full
-
-
 def step(comm: MPI.Comm, data: Data, iteration: int) -> None:
     a, b, x = data["a"], data["b"], data["x"]
-    full = gather(comm, x)
+    full = demo.allgather(comm, x)
     start = sum(comm.allgather(len(x))[:comm.rank])
     diag = a[np.arange(len(x)), np.arange(start, start + len(x))]
     data["x"] = (b - a @ full + diag * x) / diag
@@ -51,10 +47,11 @@ def step(comm: MPI.Comm, data: Data, iteration: int) -> None:
 def main() -> None:
     args = demo.parser(__doc__.splitlines()[0], iterations=30, size=256).parse_args()
     mall = Malleable(demo.params(args), demo.source(args), inhibitors=demo.inhibitors(args))
-    data = mall.run(lambda comm: init(comm, args.size), step, args.iterations)
+    data = mall.run(lambda comm: init(comm, args.size),
+                    demo.slowed(step, args.delay), args.iterations)
     if data is None:
         return  # this process handed over to a new process set
-    x = gather(mall.comm, data["x"])
+    x = demo.allgather(mall.comm, data["x"])
     phases = mall.finish(args.iterations)
     if mall.rank == 0:
         if args.save is not None:

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from malleable.model import SizeRule
 from malleable.mpi.channel import FileChannel, read_json
 from malleable.mpi.params import Inhibitors, Params
 from malleable.mpi.sources import DmrSource, ResizeSource, Resources, Scripted
+from malleable.mpi.transfer import as_bytes, mpi
 
 
 def parser(description: str, *, iterations: int, size: int) -> argparse.ArgumentParser:
@@ -39,7 +43,21 @@ def parser(description: str, *, iterations: int, size: int) -> argparse.Argument
     p.add_argument("--period", type=float, default=0.0, help="check at most every S seconds")
     p.add_argument("--result", type=Path, help="write phases and checksum here (JSON)")
     p.add_argument("--save", type=Path, help="write the final distributed array here (.npy)")
+    p.add_argument("--delay", type=float, default=0.0, metavar="S",
+                   help="sleep S seconds per iteration (to watch a demo)")
     return p
+
+
+def slowed(step: Callable[[Any, Any, int], None], delay: float) -> Callable[[Any, Any, int], None]:
+    """``step`` followed by a sleep of ``delay`` seconds (the demos' --delay)."""
+    if delay <= 0:
+        return step
+
+    def slow(comm: Any, data: Any, iteration: int) -> None:
+        step(comm, data, iteration)
+        time.sleep(delay)
+
+    return slow
 
 
 def params(args: argparse.Namespace, rule: SizeRule = SizeRule.ANY) -> Params:
@@ -82,3 +100,13 @@ def report(args: argparse.Namespace, phases: Sequence[dict[str, Any]], checksum:
     if args.result is not None:
         args.result.write_text(json.dumps({"name": name, "checksum": checksum,
                                            "phases": list(phases)}, indent=2) + "\n")
+
+
+def allgather(comm: Any, local: np.ndarray) -> np.ndarray:
+    """Every process's rows of ``local``, concatenated in rank order (any dtype)."""
+    counts = np.array(comm.allgather(len(local)), dtype=np.int64)
+    full = np.empty((int(counts.sum()), *local.shape[1:]), dtype=local.dtype)
+    row = local.dtype.itemsize * int(np.prod(local.shape[1:], dtype=np.int64))
+    comm.Allgatherv([as_bytes(np.ascontiguousarray(local)), mpi().BYTE],
+                    [as_bytes(full), (counts * row, None), mpi().BYTE])
+    return full

@@ -43,6 +43,8 @@ class Handover:
     """What a user redistribution callback sees for one array."""
 
     intercomm: Any
+    comm: Any
+    """This side's own communicator (the old set's, or the new set's)."""
     parent: bool
     """True on the old processes (senders), False on the new ones."""
     rank: int
@@ -131,8 +133,7 @@ def send_state(comm: Any, intercomm: Any, header: dict[str, Any], data: Data,
         local = np.ascontiguousarray(data.arrays[spec["name"]])
         how = hows[spec["name"]]
         if isinstance(how, Callbacks):
-            how.send(_handover(intercomm, True, comm.Get_rank(), comm.Get_size(), q, spec, tag),
-                     local)
+            how.send(_handover(intercomm, comm, True, comm.Get_size(), q, spec, tag), local)
             continue
         out = Outbox(intercomm)
         out.send_moves(local, how.sends(spec["lengths"], q, comm.Get_rank()), tag)
@@ -154,7 +155,7 @@ def receive_state(comm: Any, parent: Any,
             if not isinstance(mine, Callbacks):
                 raise ValueError(f"array {spec['name']!r} was sent with callbacks but this "
                                  "program declares none for it")
-            data.arrays[spec["name"]] = mine.recv(_handover(parent, False, rank, p, q, spec, tag))
+            data.arrays[spec["name"]] = mine.recv(_handover(parent, comm, False, p, q, spec, tag))
             continue
         if not callable(getattr(how, "receives", None)):
             raise ValueError(f"array {spec['name']!r}: {how!r} is not a layout")
@@ -167,6 +168,7 @@ def receive_state(comm: Any, parent: Any,
     return header, data
 
 
-def _handover(intercomm: Any, parent: bool, rank: int, p: int, q: int, spec: Mapping[str, Any],
-              tag: int) -> Handover:
-    return Handover(intercomm, parent, rank, p, q, spec["name"], spec["dtype"], spec["tail"], tag)
+def _handover(intercomm: Any, comm: Any, parent: bool, p: int, q: int,
+              spec: Mapping[str, Any], tag: int) -> Handover:
+    return Handover(intercomm, comm, parent, comm.Get_rank(), p, q, spec["name"], spec["dtype"],
+                    spec["tail"], tag)

@@ -1,0 +1,80 @@
+"""The library under real mpirun: every layout any-to-any, inhibitors, the DMR source, and
+the runner's file channel driven from the test as a runner would."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from malleable.mpi.channel import offer_to_json, read_json, write_json
+from malleable.mpi.sources import Offer
+from tests.mpi.helpers import PROGRAMS, finish, needs_mpi, result, run, sizes, start, starts, stop
+
+pytestmark = needs_mpi
+CHECK = PROGRAMS / "check_app.py"
+
+
+def test_every_layout_survives_any_to_any_resizes(tmp_path: Path) -> None:
+    out = run(3, CHECK, "--schedule", "0:3,3:5,6:2,9:1,12:4", "--iterations", "15",
+              "--result", "r.json", cwd=tmp_path)
+    res = result(tmp_path / "r.json")
+    assert sizes(res) == [3, 5, 2, 1, 4], out
+    assert starts(res) == [0, 3, 6, 9, 12]
+    assert res["checksum"] == 0.0  # no element out of place at any iteration
+    assert all(p["reconfig_seconds"] > 0 for p in res["phases"][1:])
+
+
+def test_every_k_iterations_inhibitor_delays_the_resize_to_the_next_check(tmp_path: Path) -> None:
+    run(1, CHECK, "--schedule", "0:1,5:2", "--every", "4", "--iterations", "10",
+        "--result", "r.json", cwd=tmp_path)
+    res = result(tmp_path / "r.json")
+    assert sizes(res) == [1, 2]
+    assert starts(res) == [0, 8]  # checks at 0, 4, 8: the step at 5 waits for 8
+
+
+def test_dmr_source_expands_onto_free_resources_up_to_the_maximum(tmp_path: Path) -> None:
+    (tmp_path / "res.json").write_text(json.dumps({"available": 5, "pending": []}))
+    run(1, CHECK, "--dmr", "res.json", "--max", "3", "--every", "3", "--iterations", "6",
+        "--result", "r.json", cwd=tmp_path)
+    res = result(tmp_path / "r.json")
+    assert sizes(res) == [1, 3] and starts(res) == [0, 0]
+    assert res["checksum"] == 0.0
+
+
+def _wait_for(path: Path, deadline: float) -> dict[str, object]:
+    while time.monotonic() < deadline:
+        data = read_json(path)
+        if data is not None:
+            return data
+        time.sleep(0.1)
+    raise AssertionError(f"{path.name} did not appear in time")
+
+
+def test_file_channel_offers_answers_and_completions(tmp_path: Path) -> None:
+    channel = tmp_path / "ch"
+    channel.mkdir()
+    proc = start(1, CHECK, "--channel", str(channel), "--max", "4", "--delay", "0.05",
+                 "--result", "r.json", cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 150
+        write_json(channel / "offer.json", offer_to_json(Offer(3, seq=1)))
+        assert _wait_for(channel / "answer-1.json", deadline)["accepted"] == 3
+        done = _wait_for(channel / "done-1.json", deadline)
+        assert done["size"] == 3 and done["error"] == ""
+        write_json(channel / "offer.json", offer_to_json(Offer(9, seq=2)))  # above max 4
+        assert _wait_for(channel / "answer-2.json", deadline)["accepted"] == 4
+        assert _wait_for(channel / "done-2.json", deadline)["size"] == 4
+        write_json(channel / "offer.json", offer_to_json(Offer(2, seq=3, mandatory=True)))
+        assert _wait_for(channel / "done-3.json", deadline)["size"] == 2
+        assert _wait_for(channel / "request-1.json", deadline)["target"] == 3
+        (channel / "stop").touch()
+        out = finish(proc)
+    finally:
+        stop(proc)
+    res = result(tmp_path / "r.json")
+    assert sizes(res) == [1, 3, 4, 2], out
+    assert res["checksum"] == 0.0
+    events = [json.loads(line) for line in (channel / "events.jsonl").read_text().splitlines()]
+    assert [(e["event"], e["size"]) for e in events] == [
+        ("start", 1), ("resize", 3), ("resize", 4), ("resize", 2), ("finish", 2)]
