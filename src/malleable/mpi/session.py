@@ -129,7 +129,7 @@ class Malleable:
         iteration = int(header["iteration"])
         self.phases = list(header["phases"])
         self.checks.checked(iteration, self.clock())
-        self._begin_phase(iteration, seconds)
+        self._begin_phase(iteration, seconds, float(header["spawn_seconds"]))
         if self.rank == 0:
             self.source.restore(header["source"])
             self.source.completed(Report(int(header["seq"]), self.size, iteration, seconds))
@@ -137,9 +137,9 @@ class Malleable:
                          spawn_seconds=float(header["spawn_seconds"]), seq=int(header["seq"]))
         return iteration, data
 
-    def _begin_phase(self, iteration: int, seconds: float) -> None:
+    def _begin_phase(self, iteration: int, seconds: float, spawn: float = 0.0) -> None:
         self.phases.append({"size": self.size, "iteration": iteration, "time": time.time(),
-                            "reconfig_seconds": seconds})
+                            "reconfig_seconds": seconds, "spawn_seconds": spawn})
 
     def _record(self, event: str, iteration: int, **extra: Any) -> None:
         if self.rank == 0:
@@ -250,8 +250,9 @@ class Malleable:
 
         Each phase has its ``size``, first ``iteration`` and ``end_iteration``, its
         ``time`` of start (epoch seconds), the ``reconfig_seconds`` the resize into it
-        took (from the decision to the new processes holding the data) and the
-        ``seconds`` it computed (up to the next decision).
+        took (from the decision to the new processes holding the data; of which
+        ``spawn_seconds`` to start them) and the ``seconds`` it computed (up to the
+        next decision).
         """
         self._record("finish", iteration, **extra)
         end = {"iteration": iteration, "time": time.time(), "reconfig_seconds": 0.0}
