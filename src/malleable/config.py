@@ -8,13 +8,17 @@ to reach them (TOML, the format ``malleable testbed config`` prints).
     key = "/path/id_ed25519"
     known_hosts = "/path/known_hosts"
 
-    [sites.vu]
+    [clusters.vu]
+    kind = "slurm"              # the adapter (only "slurm" so far)
     host = "127.0.0.1"          # without host, commands run on this machine
     port = 40022
-    nodes = 85                  # optional, informative
     partition = "batch"         # optional
+    nodes = 85                  # optional, informative (sinfo is read anyway)
     reserve = 0                 # optional: nodes left to local users
     speed = 1.0                 # optional: relative node speed
+    slurm_cluster = "vu"        # optional, informative: Slurm's ClusterName
+    controller = "vu-ctl"       # optional, informative: the host name inside the testbed
+    address = "172.19.0.7"      # optional, informative: the sshd on the testbed network
 
 Parsed with :mod:`tomllib` into frozen dataclasses. Unknown keys, wrong types and
 missing values raise :class:`~malleable.errors.InputError` naming the file, the key
@@ -35,8 +39,11 @@ from malleable.adapters.runner import SSHTarget
 from malleable.errors import InputError
 
 _SSH_KEYS = ("host", "port", "user", "key", "known_hosts", "connect_timeout")
-_SITE_KEYS = (*_SSH_KEYS, "nodes", "partition", "reserve", "speed", "command_timeout")
-_TOP_KEYS = ("sites", "ssh")
+_INFO_KEYS = ("slurm_cluster", "controller", "address")
+_SITE_KEYS = ("kind", *_SSH_KEYS, "nodes", "partition", "reserve", "speed", "command_timeout",
+              *_INFO_KEYS)
+_TOP_KEYS = ("clusters", "ssh")
+_KINDS = ("slurm",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +52,15 @@ class SiteConfig:
 
     name: str
     ssh: SSHTarget | None = None
+    kind: str = "slurm"
     nodes: int | None = None
     partition: str | None = None
     reserve: int = 0
     speed: float = 1.0
     command_timeout: float = 30.0
+    slurm_cluster: str | None = None
+    controller: str | None = None
+    address: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,11 +100,11 @@ def parse_config(data: Mapping[str, Any], source: str = "<config>",
     where.only(data, _TOP_KEYS, "")
     defaults = where.table(data.get("ssh", {}), "ssh")
     where.only(defaults, _SSH_KEYS, "ssh")
-    sites = where.table(data.get("sites"), "sites")
+    sites = where.table(data.get("clusters"), "clusters")
     if not sites:
-        raise InputError("no sites: add a [sites.NAME] table per cluster", source=source)
-    return ClustersConfig(tuple(where.site(name, where.table(raw, f"sites.{name}"), defaults)
-                                for name, raw in sites.items()), source)
+        raise InputError("no clusters: add a [clusters.NAME] table per site", source=source)
+    return ClustersConfig(tuple(where.site(name, where.table(raw, f"clusters.{name}"),
+                                           defaults) for name, raw in sites.items()), source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,17 +129,23 @@ class _Where:
         return value
 
     def site(self, name: str, raw: dict[str, Any], defaults: dict[str, Any]) -> SiteConfig:
-        path = f"sites.{name}"
+        path = f"clusters.{name}"
         self.only(raw, _SITE_KEYS, path)
         nodes = raw.get("nodes")
+        kind = self.text(raw, "kind", path) if "kind" in raw else "slurm"
+        if kind not in _KINDS:
+            raise self.fail(f"{path}.kind", f"unknown kind {kind!r}; valid: {', '.join(_KINDS)}")
+        info = {key: self.text(raw, key, path) for key in _INFO_KEYS if key in raw}
         return SiteConfig(
             name=name,
             ssh=self.ssh(raw, defaults, path),
+            kind=kind,
             nodes=None if nodes is None else self.integer(raw, "nodes", path, 1),
             partition=self.text(raw, "partition", path) if "partition" in raw else None,
             reserve=self.integer(raw, "reserve", path, 0, default=0),
             speed=self.number(raw, "speed", path, default=1.0),
             command_timeout=self.number(raw, "command_timeout", path, default=30.0),
+            **info,
         )
 
     def ssh(self, raw: dict[str, Any], defaults: dict[str, Any],
