@@ -26,6 +26,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "malleable.commands.simulate",
     "malleable.commands.experiment",
     "malleable.commands.policies",
+    "malleable.commands.resize",
+    "malleable.commands.manager",
 )
 
 

@@ -80,6 +80,7 @@ class SlurmCluster:
     output: str = "/tmp/malleable-%j.out"
     capabilities: frozenset[Capability] = frozenset({Capability.SHRINK, Capability.EXPAND})
     resizes: list[ResizeResult] = field(default_factory=list)
+    last_view: ClusterView | None = None
     _mine: dict[str, _Mine] = field(default_factory=dict)
     _by_slurm: dict[int, str] = field(default_factory=dict)
     _events: list[JobEvent] = field(default_factory=list)
@@ -116,7 +117,8 @@ class SlurmCluster:
             self.refresh()
         self._fresh = False
         assert self._poll is not None  # set by refresh
-        return self._view(self._poll)
+        self.last_view = self._view(self._poll)
+        return self.last_view
 
     def _view(self, poll: Poll) -> ClusterView:
         partition = self.ctl.partition
