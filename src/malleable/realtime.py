@@ -92,6 +92,7 @@ class RealtimeDriver:
     on_cycle: Callable[[float], None] = lambda now: None
     monotonic: Callable[[], float] = time.monotonic
     stop_event: threading.Event = field(default_factory=threading.Event)
+    pause: Callable[[float], object] | None = None
     _next: int = 0
     _stopped_by: str = ""
 
@@ -118,12 +119,12 @@ class RealtimeDriver:
             while not self.stop_event.is_set():
                 tick = self.monotonic()
                 self._cycle(pool, outcome)
-                if self.finished:
+                if self.finished or self.stop_event.is_set():
                     break
                 if end is not None and self.monotonic() >= end:
                     self.stop("deadline")
                     break
-                self.stop_event.wait(self._pause(tick, end))
+                (self.pause or self.stop_event.wait)(self._pause(tick, end))
         self.flush()
         outcome.stopped = self._stopped_by or "done"
         outcome.submitted = self._next
