@@ -269,22 +269,29 @@ def _int(text: str, what: str) -> int:
 
 def parse_sacct(text: str) -> list[SlurmJob]:
     """Allocations of ``sacct -X --parsable2 -o JobID,JobName,State,NNodes,Start,End``
-    run with ``SLURM_TIME_FORMAT=%s`` (the header line is read, not assumed)."""
+    run with ``SLURM_TIME_FORMAT=%s`` (the header line is read, not assumed).
+
+    A resized job has one ``RESIZING`` row per earlier size besides its current
+    row; the current (non-``RESIZING``) row is the one returned for each job id.
+    """
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         return []
     header = lines[0].split("|")
-    jobs = []
+    jobs: dict[int, SlurmJob] = {}
     for line in lines[1:]:
         row = dict(zip(header, line.split("|"), strict=False))
         job_id = row.get("JobID", "")
         if not job_id.isdigit():
             continue  # steps (12.batch) and array/het forms are not allocations
-        jobs.append(SlurmJob(
+        job = SlurmJob(
             job_id=int(job_id), name=row.get("JobName", ""), state_raw=row.get("State", ""),
             nodes=int(row["NNodes"]) if row.get("NNodes", "").isdigit() else 0,
-            start_time=_epoch(row.get("Start", "")), end_time=_epoch(row.get("End", ""))))
-    return jobs
+            start_time=_epoch(row.get("Start", "")), end_time=_epoch(row.get("End", "")))
+        earlier = jobs.get(job.job_id)
+        if earlier is None or not job.state_raw.startswith("RESIZING"):
+            jobs[job.job_id] = job
+    return list(jobs.values())
 
 
 def _epoch(text: str) -> float | None:
