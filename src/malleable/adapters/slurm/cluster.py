@@ -85,7 +85,7 @@ class SlurmCluster:
     _by_slurm: dict[int, str] = field(default_factory=dict)
     _events: list[JobEvent] = field(default_factory=list)
     _poll: Poll | None = None
-    _fresh: bool = False
+    _unused: set[str] = field(default_factory=set)
     _seen_first: bool = False
 
     def __post_init__(self) -> None:
@@ -104,20 +104,27 @@ class SlurmCluster:
         self._bind(poll)
         self._follow_all(poll, now)
         self._poll = poll
-        self._fresh = True
+        self._unused = {"drain", "observe"}
+
+    def _use(self, purpose: str) -> Poll:
+        """The latest poll if ``purpose`` has not used it yet; a new poll otherwise.
+
+        A cycle drains events and then observes: both use one poll (taken ahead by
+        the driver's prefetch, or by whichever comes first).
+        """
+        if purpose not in self._unused or self._poll is None:
+            self.refresh()
+        self._unused.discard(purpose)
+        assert self._poll is not None  # refresh sets it
+        return self._poll
 
     def drain_events(self) -> Sequence[JobEvent]:
-        if not self._fresh:
-            self.refresh()
+        self._use("drain")
         events, self._events = self._events, []
         return events
 
     def observe(self) -> ClusterView:
-        if not self._fresh or self._poll is None:
-            self.refresh()
-        self._fresh = False
-        assert self._poll is not None  # set by refresh
-        self.last_view = self._view(self._poll)
+        self.last_view = self._view(self._use("observe"))
         return self.last_view
 
     def _view(self, poll: Poll) -> ClusterView:
@@ -331,11 +338,16 @@ class SlurmCluster:
 
 
 def _ran(job: SlurmJob) -> bool:
-    """Whether a job got nodes at some point (running now, or finished after running)."""
+    """Whether a job got nodes at some point (running now, or finished after running).
+
+    squeue keeps a finished job's node list; sacct has none, but a job that ran has a
+    start before its end (a job cancelled while pending has neither nodes nor a run).
+    """
     if job.state is JobState.RUNNING:
         return job.nodes > 0
-    return (job.state.finished and job.start_time is not None and bool(job.node_list)
-            and (job.end_time is None or job.start_time < job.end_time or job.nodes > 0))
+    if not job.state.finished or job.start_time is None or job.nodes < 1:
+        return False
+    return bool(job.node_list) or (job.end_time is not None and job.end_time > job.start_time)
 
 
 def _holds_nodes(job: SlurmJob) -> bool:
