@@ -113,7 +113,7 @@ def up(tb: Testbed, topology: Topology, *, base_image: str | None, rebuild: bool
 
 def wait_ready(tb: Testbed, topology: Topology, deadline: float, report: Progress) -> None:
     """Wait until every container is healthy and every node idle, or fail with diagnostics."""
-    expected = 1 + sum(s.containers + 1 for s in topology.sites)
+    expected = topology.total_containers
     while True:
         found = tb.containers()
         dead = [c.hostname for c in found if c.state in ("exited", "dead")]

@@ -88,6 +88,8 @@ class SiteStatus:
 class TestbedStatus:
     """The whole testbed now (``status --json`` prints :meth:`to_json`)."""
 
+    __test__ = False  # not a pytest class, despite its name
+
     name: str
     project: str
     topology: str
@@ -111,9 +113,19 @@ class TestbedStatus:
             "up": self.up,
             "idle_nodes": self.idle,
             "controllers_up": self.controllers_up,
-            "sites": {name: {**asdict(s), "idle": s.idle} for name, s in self.sites.items()},
-            "containers": [asdict(c) for c in self.containers],
+            "sites": {name: _plain({**asdict(s), "idle": s.idle})
+                      for name, s in self.sites.items()},
+            "containers": [_plain(asdict(c)) for c in self.containers],
         }
+
+
+def _plain(value: Any) -> Any:
+    """Tuples become lists, recursively (what JSON holds)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _ssh_port(ports: dict[str, Any] | None) -> int | None:

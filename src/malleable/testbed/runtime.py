@@ -34,6 +34,8 @@ PROJECT_LABEL = "com.docker.compose.project"
 class Testbed:
     """One named testbed (a compose project); several can run side by side."""
 
+    __test__ = False  # not a pytest class, despite its name
+
     def __init__(self, name: str = "default", *, root: Path | None = None,
                  docker: Docker | None = None) -> None:
         self.name = check_name(name)
@@ -151,7 +153,8 @@ class Testbed:
         for site in rec.topology.sites:
             ctl = next((c for c in found if c.role == "controller" and c.site == site.name), None)
             sites[site.name] = self.site_status(site.name, ctl, site.nodes, eps.get(site.name))
-        up = bool(found) and all(c.healthy for c in found) and all(
+        healthy = sum(1 for c in found if c.healthy)
+        up = healthy == len(found) == rec.topology.total_containers and all(
             s.idle == s.nodes for s in sites.values())
         return TestbedStatus(self.name, self.project, rec.topology.name, up, sites,
                              tuple(found))

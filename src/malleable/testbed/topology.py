@@ -88,6 +88,11 @@ class Topology:
     def total_nodes(self) -> int:
         return sum(s.nodes for s in self.sites)
 
+    @property
+    def total_containers(self) -> int:
+        """Containers of a testbed: the accounting service, and per site controller + compute."""
+        return 1 + sum(s.containers + 1 for s in self.sites)
+
     def site(self, name: str) -> Site:
         for site in self.sites:
             if site.name == name:
