@@ -138,9 +138,8 @@ class FakeSlurm:
         target = int(self._option(args, "dependency").split(":")[1])
         if len(self.free()) < want:
             self._next += 1
-            return Result(1, "", f"salloc: Pending job allocation {self._next}\nsalloc: job "
-                          f"{self._next} queued and waiting for resources\nsalloc: error: "
-                          "Unable to allocate resources: Resource temporarily unavailable\n")
+            recorded = (DATA / "salloc_refused_busy.stderr").read_text()
+            return Result(1, "", recorded.replace("6", str(self._next)))
         job = self._new(self._option(args, "job-name"), self._option(args, "comment"), want)
         job.expand_of = target
         self._schedule()

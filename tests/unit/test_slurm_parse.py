@@ -132,10 +132,8 @@ def test_sbatch_and_salloc_messages() -> None:
     assert parse_sbatch("124;vu\n") == 124
     with pytest.raises(ParseError):
         parse_sbatch("")
-    granted = "salloc: Granted job allocation 57\n"
-    assert parse_salloc(granted) == (57, True)
-    refused = ("salloc: Pending job allocation 58\nsalloc: job 58 queued and waiting for "
-               "resources\nsalloc: error: Unable to allocate resources: ...\n")
-    assert parse_salloc(refused) == (58, False)
+    assert parse_salloc(_read("salloc_granted.stderr")) == (5, True)
+    assert parse_salloc(_read("salloc_refused_busy.stderr")) == (6, False)
+    assert parse_salloc(_read("salloc_refused_too_many.stderr")) == (7, False)
     assert parse_salloc("salloc: error: Job submit/allocate failed: Requested node "
                         "configuration is not available\n") == (None, False)

@@ -106,6 +106,10 @@ class SlurmCluster:
         self._poll = poll
         self._unused = {"drain", "observe"}
 
+    def _stale(self) -> None:
+        """After an action the latest poll no longer shows the site: poll again next time."""
+        self._unused = set()
+
     def _use(self, purpose: str) -> Poll:
         """The latest poll if ``purpose`` has not used it yet; a new poll otherwise.
 
@@ -264,6 +268,7 @@ class SlurmCluster:
         except (ExternalError, ValueError) as exc:
             logger.warning("%s: sbatch of %s refused: %s", self.name, spec.id, exc)
             return 0
+        self._stale()
         self.adopt(spec, slurm_id, requested=size)
         if self.journal is not None:
             self.journal.slurm_submitted(self.name, spec.id, slurm_id)
@@ -305,6 +310,7 @@ class SlurmCluster:
     def cancel(self, job_id: str) -> None:
         mine = self._mine.get(job_id)
         if mine is not None and mine.slurm_id is not None and not mine.finished:
+            self._stale()
             self.ctl.cancel(mine.slurm_id)
 
     def _resizable(self, job_id: str) -> _Mine | None:
@@ -317,6 +323,7 @@ class SlurmCluster:
     def _resize(self, mine: _Mine, target: int) -> ResizeResult:
         assert mine.slurm_id is not None and self.resizer is not None  # _resizable checked
         token = None
+        self._stale()
         if self.journal is not None:
             token = self.journal.resize_begin(self.name, mine.spec.id, mine.slurm_id,
                                               mine.size, target)

@@ -118,11 +118,6 @@ class SlurmCtl:
         message = _last_error(result.stderr) or result.stderr.strip()
         return Allocation(job_id, granted and result.rc == 0, message)
 
-    def remove_resize_scripts(self, job_id: int) -> None:
-        """Delete the ``slurm_job_X_resize.{sh,csh}`` files scontrol leaves in its cwd."""
-        self._run(["rm", "-f", f"slurm_job_{job_id}_resize.sh",
-                   f"slurm_job_{job_id}_resize.csh"], check=False)
-
     def _partition(self) -> list[str]:
         return [f"--partition={self.partition}"] if self.partition else []
 

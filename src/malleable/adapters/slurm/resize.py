@@ -114,7 +114,6 @@ class Resizer:
             return self._refused(job, target, began, f"cannot shrink {job.nodes} to {target}")
         update = self.ctl.update_nodes(job_id, str(target))
         reason = "" if update.rc == 0 else _reason(update.stderr, update.stdout)
-        self.ctl.remove_resize_scripts(job_id)
         result = self._confirm(job, target, began, reason)
         if result.after < job.nodes:
             self._last_shrink[job_id] = self.clock()
@@ -156,8 +155,6 @@ class Resizer:
         take = self.ctl.update_nodes(job_id, "ALL")
         if take.rc != 0:
             problems.append(f"taking the nodes up: {_reason(take.stderr, take.stdout)}")
-        self.ctl.remove_resize_scripts(helper)
-        self.ctl.remove_resize_scripts(job_id)
         return "; ".join(problems)
 
     def _wait_rejoin_gap(self, job_id: int) -> None:
