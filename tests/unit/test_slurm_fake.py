@@ -95,7 +95,7 @@ class FakeSlurm:
 
     def _dispatch(self, args: list[str], input: str | None) -> Result:
         if args[:2] == ["sh", "-c"]:
-            return Result(0, self._squeue() + "\n@@malleable:sinfo@@\n" + self._sinfo(), "")
+            return Result(0, self._sinfo() + "\n@@malleable:squeue@@\n" + self._squeue(), "")
         if args[:4] == ["scontrol", "-o", "show", "job"]:
             job = self.jobs.get(int(args[4]))
             if job is None or job.job_id in self.purged:

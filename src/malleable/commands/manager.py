@@ -193,6 +193,7 @@ def _execute(job: ManagerRun, args: argparse.Namespace,
     summary = _outputs(job, out, stopped)
     if args.compare_sim:
         summary["simulated"] = _simulate(job, out)
+    (out / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2) + "\n")
     return summary, stopped
 
 
@@ -229,7 +230,6 @@ def _outputs(job: ManagerRun, out: Path, stopped: str) -> dict[str, Any]:
                    run_id=job.info.run_id, sites=",".join(job.adapters), nodes=nodes,
                    stopped=stopped, resizes=job.store.resize_outcomes())
     write_records(out / "jobs.csv", records)
-    (out / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2) + "\n")
     return summary
 
 

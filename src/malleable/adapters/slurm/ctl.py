@@ -26,9 +26,11 @@ from malleable.errors import ExternalError
 
 logger = logging.getLogger(__name__)
 
-_SEPARATOR = "@@malleable:sinfo@@"
-#: One remote call for queue and nodes: a constant script, never formatted with input.
-_POLL = ["sh", "-c", f"squeue --json && echo {_SEPARATOR} && sinfo --json"]
+_SEPARATOR = "@@malleable:squeue@@"
+#: One remote call for nodes and queue: a constant script, never formatted with input.
+#: Nodes first: a job that ends between the two reads then shows as ended with its nodes
+#: still busy (too few idle nodes this cycle), never as running on nodes shown idle.
+_POLL = ["sh", "-c", f"sinfo --json && echo {_SEPARATOR} && squeue --json"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,11 +66,11 @@ class SlurmCtl:
     # ------------------------------------------------------------ reading
 
     def poll(self) -> Poll:
-        """Queue and nodes in one call (``squeue --json`` then ``sinfo --json``)."""
+        """Nodes and queue in one call (``sinfo --json`` then ``squeue --json``)."""
         out = self._run(_POLL).stdout
-        queue, sep, nodes = out.partition(_SEPARATOR)
+        nodes, sep, queue = out.partition(_SEPARATOR)
         if not sep:
-            raise ExternalError("slurm poll: the output lacks the sinfo part")
+            raise ExternalError("slurm poll: the output lacks the squeue part")
         try:
             return Poll(tuple(parse_squeue_json(queue)), tuple(parse_sinfo_json(nodes)))
         except ParseError as exc:
