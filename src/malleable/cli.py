@@ -26,6 +26,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "malleable.commands.simulate",
     "malleable.commands.experiment",
     "malleable.commands.policies",
+    "malleable.commands.testbed",
+    "malleable.commands.resize",
+    "malleable.commands.manager",
 )
 
 

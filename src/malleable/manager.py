@@ -14,7 +14,7 @@ differ. A cycle:
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -122,6 +122,25 @@ class Manager:
 
     def cluster_of(self, job_id: str) -> str | None:
         return self._where.get(job_id)
+
+    def restore(self, records: Iterable[JobRecord], where: Mapping[str, str],
+                operations: Iterable[Operation] = ()) -> None:
+        """Take up state a journal saved before a restart (records in submission order).
+
+        Unfinished jobs placed on a cluster (``where``) are followed there; unfinished
+        jobs not placed go back to the queue, with their failed tries forgotten.
+        """
+        for record in records:
+            job_id = record.spec.id
+            self.records[job_id] = record
+            if job_id in where:
+                self._where[job_id] = where[job_id]
+            if record.state.finished:
+                continue
+            self._active.add(job_id)
+            if job_id not in where:
+                self._queue[job_id] = WaitingJob(record.spec)
+        self.operations.extend(operations)
 
     # -------------------------------------------------------------- the cycle
 

@@ -1,0 +1,363 @@
+"""A Slurm site as a :class:`~malleable.adapters.base.ResourceManager`.
+
+* **Observe**: one batched call per cycle (``squeue --json`` and ``sinfo --json``
+  in one remote command; ``squeue --json`` ignores ``-j``/``-t`` in 22.05, so
+  everything is filtered here). Jobs whose comment carries this run's tag
+  (:mod:`~malleable.adapters.slurm.meta`) are the manager's; every other job is
+  background load (``managed=False``). Nodes claimed by the manager's own pending
+  jobs are not counted idle.
+* **Events** come from differences between observations: a start (Slurm's start
+  time), a size Slurm reports that differs from the known one, an end (Slurm's end
+  time and state; from ``sacct`` when the job has left the queue; a job that is in
+  neither is reported FAILED, never COMPLETED). Slurm's times have one-second
+  resolution: each is taken at the middle of its second and clamped to what the
+  adapter saw (never before the submission, never after the observation).
+* **Act**: submit with sbatch (the payload of :mod:`~malleable.adapters.slurm.payload`
+  on stdin), cancel with scancel, and shrink/expand through
+  :class:`~malleable.adapters.slurm.resize.Resizer`: every resize is confirmed by
+  reading the job back and answered with the size Slurm shows, not the one asked.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Protocol
+
+from malleable.adapters.base import Capability, JobEvent
+from malleable.adapters.slurm import meta
+from malleable.adapters.slurm.ctl import Poll, SlurmCtl
+from malleable.adapters.slurm.parse import SlurmJob
+from malleable.adapters.slurm.payload import Payload
+from malleable.adapters.slurm.resize import Outcome, ResizeError, Resizer, ResizeResult
+from malleable.errors import ExternalError
+from malleable.model import ClusterView, JobKind, JobSpec, JobState, RunningJob
+from malleable.realtime import Clock
+
+logger = logging.getLogger(__name__)
+
+
+class SiteJournal(Protocol):
+    """Where the adapter records Slurm ids and resizes (SQLite in real runs)."""
+
+    def slurm_submitted(self, site: str, job_id: str, slurm_id: int) -> None: ...
+
+    def resize_begin(self, site: str, job_id: str, slurm_id: int, before: int,
+                     target: int) -> int: ...
+
+    def resize_end(self, token: int, result: ResizeResult) -> None: ...
+
+
+@dataclass(slots=True)
+class _Mine:
+    """A job this adapter submitted (or took over after a restart)."""
+
+    spec: JobSpec
+    slurm_id: int | None
+    requested: int
+    submitted: float
+    size: int = 0
+    started: bool = False
+    finished: bool = False
+    changed: float = 0.0
+
+
+@dataclass
+class SlurmCluster:
+    """One Slurm site (see the module docstring)."""
+
+    name: str
+    ctl: SlurmCtl
+    clock: Clock
+    run_id: str
+    payload: Payload = field(default_factory=Payload)
+    reserve: int = 0
+    speed: float = 1.0
+    journal: SiteJournal | None = None
+    resizer: Resizer | None = None
+    output: str = "/tmp/malleable-%j.out"
+    capabilities: frozenset[Capability] = frozenset({Capability.SHRINK, Capability.EXPAND})
+    resizes: list[ResizeResult] = field(default_factory=list)
+    last_view: ClusterView | None = None
+    _mine: dict[str, _Mine] = field(default_factory=dict)
+    _by_slurm: dict[int, str] = field(default_factory=dict)
+    _events: list[JobEvent] = field(default_factory=list)
+    _poll: Poll | None = None
+    _unused: set[str] = field(default_factory=set)
+    _seen_first: bool = False
+
+    def __post_init__(self) -> None:
+        if self.resizer is None:
+            self.resizer = Resizer(self.ctl, run_tag=self.run_id)
+
+    # ------------------------------------------------------------ observing
+
+    def refresh(self) -> None:
+        """Take one observation now (the driver calls this ahead of the cycle)."""
+        poll = self.ctl.poll()
+        now = self.clock.now()
+        if not self._seen_first:
+            self._seen_first = True
+            self._cancel_stray_helpers(poll)
+        self._bind(poll)
+        self._follow_all(poll, now)
+        self._poll = poll
+        self._unused = {"drain", "observe"}
+
+    def _stale(self) -> None:
+        """After an action the latest poll no longer shows the site: poll again next time."""
+        self._unused = set()
+
+    def _use(self, purpose: str) -> Poll:
+        """The latest poll if ``purpose`` has not used it yet; a new poll otherwise.
+
+        A cycle drains events and then observes: both use one poll (taken ahead by
+        the driver's prefetch, or by whichever comes first).
+        """
+        if purpose not in self._unused or self._poll is None:
+            self.refresh()
+        self._unused.discard(purpose)
+        assert self._poll is not None  # refresh sets it
+        return self._poll
+
+    def drain_events(self) -> Sequence[JobEvent]:
+        self._use("drain")
+        events, self._events = self._events, []
+        return events
+
+    def observe(self) -> ClusterView:
+        self.last_view = self._view(self._use("observe"))
+        return self.last_view
+
+    def _view(self, poll: Poll) -> ClusterView:
+        partition = self.ctl.partition
+        nodes = [n for n in poll.nodes if partition is None or partition in n.partitions]
+        claimed = sum(m.requested for m in self._mine.values()
+                      if not m.started and not m.finished)
+        running: dict[str, RunningJob] = {}
+        pending = 0
+        for job in poll.jobs:
+            if partition is not None and job.partition and job.partition != partition:
+                continue
+            if job.state is JobState.PENDING:
+                pending += 1
+            elif _holds_nodes(job):
+                entry = self._running(job)
+                running[entry.id] = entry
+        return ClusterView(self.name, sum(n.in_service for n in nodes),
+                           max(0, sum(n.idle for n in nodes) - claimed), self.reserve,
+                           MappingProxyType(running), pending, self.speed)
+
+    def _running(self, job: SlurmJob) -> RunningJob:
+        mine = self._mine.get(self._by_slurm.get(job.job_id, ""))
+        start = self.clock.from_epoch(job.start_time or 0.0)
+        if mine is not None and not mine.finished:
+            return RunningJob(mine.spec, self.name, job.nodes, start, True)
+        spec = JobSpec(f"slurm:{self.name}:{job.job_id}", JobKind.RIGID, job.nodes, job.nodes,
+                       job.nodes, app="fixed", user=job.user)
+        return RunningJob(spec, self.name, job.nodes, start, False)
+
+    # ------------------------------------------------------------ events
+
+    def _bind(self, poll: Poll) -> None:
+        """Match jobs taken over after a restart (known by tag only) to their Slurm ids."""
+        unbound = {m.spec.id: m for m in self._mine.values() if m.slurm_id is None}
+        if not unbound:
+            return
+        for job in poll.jobs:
+            tag = meta.decode(job.comment)
+            if tag is not None and tag.run == self.run_id and tag.job in unbound:
+                mine = unbound.pop(tag.job)
+                mine.slurm_id = job.job_id
+                self._by_slurm[job.job_id] = mine.spec.id
+
+    def _follow_all(self, poll: Poll, now: float) -> None:
+        by_id = {j.job_id: j for j in poll.jobs}
+        missing: list[_Mine] = []
+        for mine in self._mine.values():
+            if mine.finished:
+                continue
+            job = by_id.get(mine.slurm_id) if mine.slurm_id is not None else None
+            if job is None:
+                missing.append(mine)
+            else:
+                self._follow(mine, job, now)
+        if missing:
+            self._settle_missing(missing, now)
+
+    def _follow(self, mine: _Mine, job: SlurmJob, now: float) -> None:
+        state = job.state
+        if state is JobState.UNKNOWN:
+            logger.warning("%s: job %s is in state %r, which the adapter does not know",
+                           self.name, job.job_id, job.state_raw)
+            return
+        if not mine.started and _ran(job):
+            start = self._clamp(job.start_time, mine.submitted, now)
+            self._emit(mine, JobEvent(start, mine.spec.id, JobState.RUNNING, job.nodes))
+            mine.started, mine.size = True, job.nodes
+        elif (mine.started and job.state_raw.startswith("RUNNING") and job.nodes > 0
+              and job.nodes != mine.size):
+            logger.info("%s: job %s now has %d nodes (was %d), changed outside the manager",
+                        self.name, mine.spec.id, job.nodes, mine.size)
+            self._emit(mine, JobEvent(now, mine.spec.id, JobState.RUNNING, job.nodes))
+            mine.size = job.nodes
+        if state.finished:
+            self._end(mine, job, state, now)
+
+    def _end(self, mine: _Mine, job: SlurmJob, state: JobState, now: float) -> None:
+        end = self._clamp(job.end_time, max(mine.submitted, mine.changed), now)
+        reason = "" if state is JobState.COMPLETED else f"{job.state_raw} {job.reason}".strip()
+        self._emit(mine, JobEvent(end, mine.spec.id, state, 0, reason))
+        mine.finished = True
+        mine.size = 0
+
+    def _settle_missing(self, missing: list[_Mine], now: float) -> None:
+        """Jobs gone from squeue: their end from accounting, or FAILED if it has none."""
+        ids = [m.slurm_id for m in missing if m.slurm_id is not None]
+        try:
+            found = {j.job_id: j for j in self.ctl.accounting(ids)}
+        except ExternalError as exc:
+            logger.warning("%s: sacct failed (%s); will retry next cycle", self.name, exc)
+            return
+        for mine in missing:
+            job = found.get(mine.slurm_id) if mine.slurm_id is not None else None
+            if job is not None and job.state.finished:
+                if not mine.started and _ran(job):
+                    start = self._clamp(job.start_time, mine.submitted, now)
+                    self._emit(mine, JobEvent(start, mine.spec.id, JobState.RUNNING, job.nodes))
+                    mine.started = True
+                self._end(mine, job, job.state, now)
+            elif job is None:
+                what = "no Slurm job" if mine.slurm_id is None else f"job {mine.slurm_id}"
+                self._emit(mine, JobEvent(now, mine.spec.id, JobState.FAILED, 0,
+                                          f"{what} is neither in the queue nor in accounting"))
+                mine.finished = True
+
+    def _emit(self, mine: _Mine, event: JobEvent) -> None:
+        mine.changed = max(mine.changed, event.time)
+        self._events.append(event)
+
+    def _clamp(self, epoch: float | None, low: float, high: float) -> float:
+        if epoch is None:
+            return high
+        return min(high, max(low, self.clock.from_epoch(epoch + 0.5)))
+
+    def _cancel_stray_helpers(self, poll: Poll) -> None:
+        """Helper allocations of this run left by a crash in the middle of an expansion."""
+        for job in poll.jobs:
+            tag = meta.decode(job.comment)
+            if (tag is not None and tag.run == self.run_id and tag.helper_for is not None
+                    and not job.state.finished):
+                logger.warning("%s: cancelling helper allocation %d left from an interrupted "
+                               "expansion of job %d", self.name, job.job_id, tag.helper_for)
+                self.ctl.cancel(job.job_id)
+
+    # ------------------------------------------------------------ acting
+
+    def start(self, spec: JobSpec, size: int) -> int:
+        if size < 1:
+            return 0
+        tag = meta.encode(meta.Tag(self.run_id, job=spec.id))
+        options = [f"--job-name={meta.job_name(spec.id)}", f"--comment={tag}",
+                   f"--nodes={size}", "--exclusive", "--no-requeue",
+                   f"--time={self.payload.time_limit_minutes(spec)}", f"--output={self.output}"]
+        try:
+            slurm_id = self.ctl.submit(options, self.payload.script(spec))
+        except (ExternalError, ValueError) as exc:
+            logger.warning("%s: sbatch of %s refused: %s", self.name, spec.id, exc)
+            return 0
+        self._stale()
+        self.adopt(spec, slurm_id, requested=size)
+        if self.journal is not None:
+            self.journal.slurm_submitted(self.name, spec.id, slurm_id)
+        logger.info("%s: submitted %s as Slurm job %d on %d nodes", self.name, spec.id,
+                    slurm_id, size)
+        return size
+
+    def adopt(self, spec: JobSpec, slurm_id: int | None, *, requested: int = 0,
+              started: bool = False, size: int = 0, since: float | None = None) -> None:
+        """Take charge of a job (just submitted, or found again after a restart)."""
+        now = self.clock.now() if since is None else since
+        self._mine[spec.id] = _Mine(spec, slurm_id, requested or size, now, size, started,
+                                    changed=now)
+        if slurm_id is not None:
+            self._by_slurm[slurm_id] = spec.id
+
+    def slurm_id(self, job_id: str) -> int | None:
+        mine = self._mine.get(job_id)
+        return None if mine is None else mine.slurm_id
+
+    def offer_grow(self, job_id: str, offer: int) -> int:
+        mine = self._resizable(job_id)
+        if mine is None or offer <= 0:
+            return 0
+        accepted = mine.spec.accepts(mine.size, offer)
+        if accepted <= 0:
+            return 0
+        return max(0, self._resize(mine, mine.size + accepted).changed)
+
+    def request_shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
+        mine = self._resizable(job_id)
+        if mine is None or amount <= 0:
+            return 0
+        released = mine.spec.releases(mine.size, amount)
+        if released <= 0:
+            return 0
+        return max(0, -self._resize(mine, mine.size - released).changed)
+
+    def cancel(self, job_id: str) -> None:
+        mine = self._mine.get(job_id)
+        if mine is not None and mine.slurm_id is not None and not mine.finished:
+            self._stale()
+            self.ctl.cancel(mine.slurm_id)
+
+    def _resizable(self, job_id: str) -> _Mine | None:
+        mine = self._mine.get(job_id)
+        if (mine is None or mine.slurm_id is None or not mine.started or mine.finished
+                or not mine.spec.malleable):
+            return None
+        return mine
+
+    def _resize(self, mine: _Mine, target: int) -> ResizeResult:
+        assert mine.slurm_id is not None and self.resizer is not None  # _resizable checked
+        token = None
+        self._stale()
+        if self.journal is not None:
+            token = self.journal.resize_begin(self.name, mine.spec.id, mine.slurm_id,
+                                              mine.size, target)
+        try:
+            result = self.resizer.resize(mine.slurm_id, target)
+        except (ResizeError, ExternalError) as exc:
+            result = ResizeResult(mine.slurm_id, mine.size, target, mine.size, Outcome.REFUSED,
+                                  str(exc))
+        if self.journal is not None and token is not None:
+            self.journal.resize_end(token, result)
+        self.resizes.append(result)
+        if result.outcome is not Outcome.DONE:
+            logger.warning("%s: %s", self.name, result.describe())
+        if result.after > 0 and result.after != mine.size:
+            self._emit(mine, JobEvent(self.clock.now(), mine.spec.id, JobState.RUNNING,
+                                      result.after))
+            mine.size = result.after
+        return result
+
+
+def _ran(job: SlurmJob) -> bool:
+    """Whether a job got nodes at some point (running now, or finished after running).
+
+    squeue keeps a finished job's node list; sacct has none, but a job that ran has a
+    start before its end (a job cancelled while pending has neither nodes nor a run).
+    """
+    if job.state is JobState.RUNNING:
+        return job.nodes > 0
+    if not job.state.finished or job.start_time is None or job.nodes < 1:
+        return False
+    return bool(job.node_list) or (job.end_time is not None and job.end_time > job.start_time)
+
+
+def _holds_nodes(job: SlurmJob) -> bool:
+    """Running (not completing) with nodes: what the policy may count and resize."""
+    base = job.state_raw.split()[0] if job.state_raw else ""
+    return base in ("RUNNING", "CONFIGURING", "SUSPENDED") and job.nodes > 0

@@ -1,0 +1,93 @@
+"""The batch script a managed job runs: sleep-based work that follows the job's size.
+
+A job's work is one unit. At ``n`` nodes it progresses at ``1 / T(n)`` units a
+second, where ``T`` is the job's application model (:mod:`malleable.sim.apps`, the
+very curve the simulator uses) times the time scale, divided by the site's speed.
+The script reads its own node count with ``scontrol -o show job $SLURM_JOB_ID``
+every ``tick`` seconds, so work done is kept across resizes and a grown job really
+ends sooner (as in the simulator, up to one tick late). It is self-contained
+(python3 and scontrol are all it needs on the node) and goes to sbatch on stdin.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from malleable.model import JobSpec
+from malleable.sim.apps import time_model
+
+_TEMPLATE = '''#!/usr/bin/env python3
+"""malleable payload for job {job_id}: sleeps through its work at the speed of its size."""
+import json, os, re, subprocess, sys, time
+
+TIMES = {{int(k): v for k, v in json.loads({times!r}).items()}}
+TICK = {tick!r}
+JOB = os.environ.get("SLURM_JOB_ID", "")
+
+
+def size(last):
+    try:
+        out = subprocess.run(["scontrol", "-o", "show", "job", JOB], capture_output=True,
+                             text=True, timeout=10).stdout
+    except Exception as exc:
+        print("size unknown:", exc, flush=True)
+        return last
+    found = re.search(r"\\bNumNodes=(\\d+)", out)
+    return int(found.group(1)) if found else last
+
+
+def seconds(n):
+    sizes = sorted(TIMES)
+    n = min(max(n, sizes[0]), sizes[-1])
+    while n not in TIMES:
+        n -= 1
+    return max(TIMES[n], 1e-3)
+
+
+n = size(int(os.environ.get("SLURM_JOB_NUM_NODES") or min(TIMES)))
+done, last = 0.0, time.monotonic()
+print("start", JOB, "nodes", n, "seconds", seconds(n), flush=True)
+while done < 1.0:
+    time.sleep(max(0.0, min(TICK, (1.0 - done) * seconds(n))))
+    now = time.monotonic()
+    done += (now - last) / seconds(n)
+    last = now
+    m = size(n)
+    if m != n:
+        print("resized", n, "->", m, "done", round(done, 4), flush=True)
+        n = m
+print("end", JOB, "nodes", n, flush=True)
+sys.exit(0)
+'''
+
+
+@dataclass(frozen=True, slots=True)
+class Payload:
+    """How managed jobs' work is scaled: ``time_scale`` real seconds per model second."""
+
+    time_scale: float = 1.0
+    speed: float = 1.0
+    tick: float = 0.5
+
+    def __post_init__(self) -> None:
+        for name in ("time_scale", "speed", "tick"):
+            value = getattr(self, name)
+            if not value > 0:
+                raise ValueError(f"payload {name} must be positive, not {value!r}")
+
+    def times(self, spec: JobSpec) -> dict[int, float]:
+        """Real seconds the whole job takes at each size in [min, max]."""
+        curve = time_model(spec)
+        return {n: curve(n) * self.time_scale / self.speed
+                for n in range(spec.min_size, spec.max_size + 1)}
+
+    def script(self, spec: JobSpec) -> str:
+        """The batch script for ``spec``."""
+        times = json.dumps({str(n): round(t, 6) for n, t in self.times(spec).items()})
+        return _TEMPLATE.format(job_id=spec.id.replace('"', "'"), times=times, tick=self.tick)
+
+    def time_limit_minutes(self, spec: JobSpec) -> int:
+        """A generous Slurm time limit: three times the run at the minimum size, >= 5 min."""
+        longest = max(self.times(spec).values())
+        return max(5, int(3 * longest / 60) + 1)

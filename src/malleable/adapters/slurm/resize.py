@@ -1,0 +1,210 @@
+"""Shrinking and expanding running Slurm jobs, each confirmed by reading the job back.
+
+* **Shrink**: ``scontrol update JobId=X NumNodes=N``.
+* **Expand** (``SchedulerParameters=permit_job_expansion``): a helper allocation
+  with no steps, ``salloc --no-shell -N K --dependency=expand:X``; then
+  ``scontrol update JobId=H NumNodes=0`` hands its nodes to X, ``scancel H``, and
+  ``scontrol update JobId=X NumNodes=ALL`` takes them up.
+
+Every operation ends by reading the job with ``scontrol -o show job`` and returns a
+:class:`ResizeResult` saying what Slurm actually did: ``DONE`` (the target size),
+``PARTIAL`` (changed, not to the target) or ``REFUSED`` (unchanged), with Slurm's
+reason. Nothing is assumed.
+
+A node that leaves a job and rejoins it within a second makes the job's steps fail
+("Job credential revoked"), so an expansion waits until ``rejoin_gap`` seconds have
+passed since the same job's last shrink.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from malleable.adapters.runner import CommandError
+from malleable.adapters.slurm import meta
+from malleable.adapters.slurm.ctl import SlurmCtl
+from malleable.adapters.slurm.parse import SlurmJob
+from malleable.model import JobState
+
+logger = logging.getLogger(__name__)
+
+
+class Outcome(enum.Enum):
+    """What Slurm did with a resize request."""
+
+    DONE = "done"
+    """The job has the requested size."""
+    PARTIAL = "partial"
+    """The job's size changed, but not to the requested one."""
+    REFUSED = "refused"
+    """The job's size did not change (Slurm refused, or no nodes were free)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResizeResult:
+    """A confirmed resize: sizes before and after (read back), Slurm's reason, and timing."""
+
+    job_id: int
+    before: int
+    target: int
+    after: int
+    outcome: Outcome
+    reason: str = ""
+    seconds: float = 0.0
+    helper: int | None = None
+    nodes_after: str = ""
+
+    @property
+    def changed(self) -> int:
+        """Nodes gained (positive) or released (negative)."""
+        return self.after - self.before
+
+    def describe(self) -> str:
+        text = f"job {self.job_id}: {self.before} -> {self.after} nodes (asked {self.target}): "
+        text += self.outcome.value
+        return f"{text} ({self.reason})" if self.reason else text
+
+
+class ResizeError(Exception):
+    """The job cannot be resized at all (unknown, not running): nothing was tried."""
+
+
+@dataclass
+class Resizer:
+    """Shrinks and expands jobs on one site through :class:`SlurmCtl`."""
+
+    ctl: SlurmCtl
+    run_tag: str = "admin"
+    expand_wait: float = 5.0
+    rejoin_gap: float = 1.2
+    settle: float = 2.0
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    _last_shrink: dict[int, float] = field(default_factory=dict)
+
+    def running(self, job_id: int) -> SlurmJob:
+        """The job read back; ResizeError unless it is running with nodes."""
+        job = self.ctl.show_job(job_id)
+        if job is None:
+            raise ResizeError(f"job {job_id} is not known to Slurm")
+        if job.state is not JobState.RUNNING or job.state_raw.split()[0] != "RUNNING":
+            raise ResizeError(f"job {job_id} is {job.state_raw or 'in no state'}, not RUNNING")
+        return job
+
+    def resize(self, job_id: int, target: int) -> ResizeResult:
+        """Shrink or expand ``job_id`` to ``target`` nodes."""
+        job = self.running(job_id)
+        if target < job.nodes:
+            return self.shrink(job_id, target, job)
+        if target > job.nodes:
+            return self.expand(job_id, target, job)
+        return ResizeResult(job_id, job.nodes, target, job.nodes, Outcome.DONE, "already there",
+                            nodes_after=job.node_list)
+
+    # ------------------------------------------------------------ shrink
+
+    def shrink(self, job_id: int, target: int, job: SlurmJob | None = None) -> ResizeResult:
+        began = self.clock()
+        job = job or self.running(job_id)
+        if not 1 <= target < job.nodes:
+            return self._refused(job, target, began, f"cannot shrink {job.nodes} to {target}")
+        update = self.ctl.update_nodes(job_id, str(target))
+        reason = "" if update.rc == 0 else _reason(update.stderr, update.stdout)
+        result = self._confirm(job, target, began, reason)
+        if result.after < job.nodes:
+            self._last_shrink[job_id] = self.clock()
+        return result
+
+    # ------------------------------------------------------------ expand
+
+    def expand(self, job_id: int, target: int, job: SlurmJob | None = None) -> ResizeResult:
+        began = self.clock()
+        job = job or self.running(job_id)
+        extra = target - job.nodes
+        if extra < 1:
+            return self._refused(job, target, began, f"cannot expand {job.nodes} to {target}")
+        self._wait_rejoin_gap(job_id)
+        tag = meta.encode(meta.Tag(self.run_tag, helper_for=job_id))
+        options = ["--exclusive", f"--dependency=expand:{job_id}", "--job-name=m.helper",
+                   f"--comment={tag}"]
+        try:
+            helper = self.ctl.allocate(extra, options, self.expand_wait)
+        except CommandError as exc:  # salloc hung past its own limit
+            self._cancel_helpers(job_id)
+            return self._confirm(job, target, began, f"helper allocation: {exc}")
+        if not helper.granted or helper.job_id is None:
+            if helper.job_id is not None:
+                self.ctl.cancel(helper.job_id)
+            return self._confirm(job, target, began, helper.message or "helper not granted")
+        reason = self._merge(job_id, helper.job_id)
+        result = self._confirm(job, target, began, reason, helper.job_id)
+        logger.info("%s", result.describe())
+        return result
+
+    def _merge(self, job_id: int, helper: int) -> str:
+        """Hand the helper's nodes to the job; the first error, or ""."""
+        problems = []
+        give = self.ctl.update_nodes(helper, "0")
+        if give.rc != 0:
+            problems.append(f"giving helper {helper}'s nodes: {_reason(give.stderr, give.stdout)}")
+        self.ctl.cancel(helper)
+        take = self.ctl.update_nodes(job_id, "ALL")
+        if take.rc != 0:
+            problems.append(f"taking the nodes up: {_reason(take.stderr, take.stdout)}")
+        return "; ".join(problems)
+
+    def _wait_rejoin_gap(self, job_id: int) -> None:
+        last = self._last_shrink.get(job_id)
+        if last is not None:
+            wait = self.rejoin_gap - (self.clock() - last)
+            if wait > 0:
+                logger.debug("job %d shrank %.2f s ago: waiting %.2f s before expanding",
+                             job_id, self.rejoin_gap - wait, wait)
+                self.sleep(wait)
+
+    def _cancel_helpers(self, job_id: int) -> None:
+        for job in self.ctl.poll().jobs:
+            tag = meta.decode(job.comment)
+            if tag is not None and tag.helper_for == job_id and not job.state.finished:
+                self.ctl.cancel(job.job_id)
+
+    # ------------------------------------------------------------ read back
+
+    def _confirm(self, job: SlurmJob, target: int, began: float, reason: str,
+                 helper: int | None = None) -> ResizeResult:
+        """Read the job back (until it shows the target or ``settle`` s pass)."""
+        deadline = self.clock() + self.settle
+        after = self.ctl.show_job(job.job_id)
+        while (after is not None and after.nodes != target and not reason
+               and self.clock() < deadline):
+            self.sleep(0.05)
+            after = self.ctl.show_job(job.job_id)
+        if after is None:
+            return ResizeResult(job.job_id, job.nodes, target, 0, Outcome.REFUSED,
+                                reason or "the job is gone", self.clock() - began, helper)
+        if after.nodes == target:
+            outcome = Outcome.DONE
+        elif after.nodes == job.nodes:
+            outcome = Outcome.REFUSED
+        else:
+            outcome = Outcome.PARTIAL
+        if outcome is not Outcome.DONE and not reason:
+            reason = f"Slurm shows {after.nodes} nodes"
+        return ResizeResult(job.job_id, job.nodes, target, after.nodes, outcome, reason,
+                            self.clock() - began, helper, after.node_list)
+
+    def _refused(self, job: SlurmJob, target: int, began: float, reason: str) -> ResizeResult:
+        return ResizeResult(job.job_id, job.nodes, target, job.nodes, Outcome.REFUSED, reason,
+                            self.clock() - began, nodes_after=job.node_list)
+
+
+def _reason(stderr: str, stdout: str) -> str:
+    for text in (stderr, stdout):
+        for line in text.splitlines():
+            if line.strip():
+                return line.strip()
+    return "no message"

@@ -1,0 +1,17 @@
+"""From a configured site to the Slurm commands that reach it (SSH or local)."""
+
+from __future__ import annotations
+
+from malleable.adapters.runner import CommandRunner, LocalRunner, SSHRunner
+from malleable.adapters.slurm.ctl import SlurmCtl
+from malleable.config import SiteConfig
+
+
+def runner_for(site: SiteConfig) -> CommandRunner:
+    """An SSH runner for a site with a host, a local one otherwise (no I/O yet)."""
+    return LocalRunner() if site.ssh is None else SSHRunner(site.ssh)
+
+
+def ctl_for(site: SiteConfig, runner: CommandRunner | None = None) -> SlurmCtl:
+    """The site's Slurm commands, with its partition and command timeout."""
+    return SlurmCtl(runner or runner_for(site), site.command_timeout, site.partition)

@@ -1,0 +1,191 @@
+"""The clusters config: which sites the manager and ``malleable resize`` drive, and how
+to reach them (TOML, the format ``malleable testbed config`` prints).
+
+::
+
+    [ssh]                       # optional defaults for every site
+    user = "root"
+    key = "/path/id_ed25519"
+    known_hosts = "/path/known_hosts"
+
+    [clusters.vu]
+    kind = "slurm"              # the adapter (only "slurm" so far)
+    host = "127.0.0.1"          # without host, commands run on this machine
+    port = 40022
+    partition = "batch"         # optional
+    nodes = 85                  # optional, informative (sinfo is read anyway)
+    reserve = 0                 # optional: nodes left to local users
+    speed = 1.0                 # optional: relative node speed
+    slurm_cluster = "vu"        # optional, informative: Slurm's ClusterName
+    controller = "vu-ctl"       # optional, informative: the host name inside the testbed
+    address = "172.19.0.7"      # optional, informative: the sshd on the testbed network
+
+Parsed with :mod:`tomllib` into frozen dataclasses. Unknown keys, wrong types and
+missing values raise :class:`~malleable.errors.InputError` naming the file, the key
+path and the valid keys. Relative paths are taken from the file's directory.
+Loading reads the file only: it never connects anywhere.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from malleable.adapters.runner import SSHTarget
+from malleable.errors import InputError
+
+_SSH_KEYS = ("host", "port", "user", "key", "known_hosts", "connect_timeout")
+_INFO_KEYS = ("slurm_cluster", "controller", "address")
+_SITE_KEYS = ("kind", *_SSH_KEYS, "nodes", "partition", "reserve", "speed", "command_timeout",
+              *_INFO_KEYS)
+_TOP_KEYS = ("clusters", "ssh")
+_KINDS = ("slurm",)
+
+
+@dataclass(frozen=True, slots=True)
+class SiteConfig:
+    """One site: its name, how to reach it (None: locally) and its scheduling knobs."""
+
+    name: str
+    ssh: SSHTarget | None = None
+    kind: str = "slurm"
+    nodes: int | None = None
+    partition: str | None = None
+    reserve: int = 0
+    speed: float = 1.0
+    command_timeout: float = 30.0
+    slurm_cluster: str | None = None
+    controller: str | None = None
+    address: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClustersConfig:
+    """Every configured site, in file order."""
+
+    sites: tuple[SiteConfig, ...]
+    source: str = "<config>"
+
+    def site(self, name: str) -> SiteConfig:
+        """The site called ``name``; InputError with the valid names otherwise."""
+        for site in self.sites:
+            if site.name == name:
+                return site
+        valid = ", ".join(s.name for s in self.sites)
+        raise InputError(f"no site {name!r} in the config; valid: {valid}", source=self.source)
+
+
+def load_config(path: str | Path) -> ClustersConfig:
+    """Read and check a clusters config file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read config: {exc.strerror}", source=str(path)) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML: {exc}", source=str(path)) from None
+    return parse_config(data, str(path), path.resolve().parent)
+
+
+def parse_config(data: Mapping[str, Any], source: str = "<config>",
+                 base: Path | None = None) -> ClustersConfig:
+    """Check an already-parsed TOML document (see the module docstring)."""
+    where = _Where(source, base or Path.cwd())
+    where.only(data, _TOP_KEYS, "")
+    defaults = where.table(data.get("ssh", {}), "ssh")
+    where.only(defaults, _SSH_KEYS, "ssh")
+    sites = where.table(data.get("clusters"), "clusters")
+    if not sites:
+        raise InputError("no clusters: add a [clusters.NAME] table per site", source=source)
+    return ClustersConfig(tuple(where.site(name, where.table(raw, f"clusters.{name}"),
+                                           defaults) for name, raw in sites.items()), source)
+
+
+@dataclass(frozen=True, slots=True)
+class _Where:
+    source: str
+    base: Path
+
+    def fail(self, path: str, message: str) -> InputError:
+        return InputError(f"{path}: {message}" if path else message, source=self.source)
+
+    def only(self, table: Mapping[str, Any], valid: tuple[str, ...], path: str) -> None:
+        for key in table:
+            if key not in valid:
+                name = f"{path}.{key}" if path else key
+                raise self.fail(name, f"unknown key; valid keys: {', '.join(valid)}")
+
+    def table(self, value: Any, path: str) -> dict[str, Any]:
+        if value is None:
+            raise self.fail(path, "missing table")
+        if not isinstance(value, dict):
+            raise self.fail(path, f"must be a table, not {type(value).__name__}")
+        return value
+
+    def site(self, name: str, raw: dict[str, Any], defaults: dict[str, Any]) -> SiteConfig:
+        path = f"clusters.{name}"
+        self.only(raw, _SITE_KEYS, path)
+        nodes = raw.get("nodes")
+        kind = self.text(raw, "kind", path) if "kind" in raw else "slurm"
+        if kind not in _KINDS:
+            raise self.fail(f"{path}.kind", f"unknown kind {kind!r}; valid: {', '.join(_KINDS)}")
+        info = {key: self.text(raw, key, path) for key in _INFO_KEYS if key in raw}
+        return SiteConfig(
+            name=name,
+            ssh=self.ssh(raw, defaults, path),
+            kind=kind,
+            nodes=None if nodes is None else self.integer(raw, "nodes", path, 1),
+            partition=self.text(raw, "partition", path) if "partition" in raw else None,
+            reserve=self.integer(raw, "reserve", path, 0, default=0),
+            speed=self.number(raw, "speed", path, default=1.0),
+            command_timeout=self.number(raw, "command_timeout", path, default=30.0),
+            **info,
+        )
+
+    def ssh(self, raw: dict[str, Any], defaults: dict[str, Any],
+            path: str) -> SSHTarget | None:
+        if "host" not in raw and "host" not in defaults:
+            return None
+        merged = {**defaults, **{k: v for k, v in raw.items() if k in _SSH_KEYS}}
+        for key in ("user", "key", "known_hosts"):
+            if key not in merged:
+                raise self.fail(f"{path}.{key}", "missing (needed to reach the site over SSH; "
+                                                 "it may also come from the [ssh] table)")
+        return SSHTarget(
+            host=self.text(merged, "host", path),
+            port=self.integer(merged, "port", path, 1, default=22),
+            user=self.text(merged, "user", path),
+            key=self.path(merged, "key", path),
+            known_hosts=self.path(merged, "known_hosts", path),
+            connect_timeout=self.number(merged, "connect_timeout", path, default=10.0),
+        )
+
+    def text(self, table: dict[str, Any], key: str, path: str) -> str:
+        value = table[key]
+        if not isinstance(value, str) or not value:
+            raise self.fail(f"{path}.{key}", "must be a non-empty string")
+        return value
+
+    def path(self, table: dict[str, Any], key: str, path: str) -> Path:
+        value = Path(self.text(table, key, path)).expanduser()
+        return value if value.is_absolute() else self.base / value
+
+    def integer(self, table: dict[str, Any], key: str, path: str, low: int,
+                default: int | None = None) -> int:
+        value = table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise self.fail(f"{path}.{key}", f"must be an integer >= {low}, not {value!r}")
+        return value
+
+    def number(self, table: dict[str, Any], key: str, path: str, default: float) -> float:
+        value = table.get(key, default)
+        if (isinstance(value, bool) or not isinstance(value, int | float)
+                or not math.isfinite(value) or value <= 0):
+            raise self.fail(f"{path}.{key}", f"must be a positive number, not {value!r}")
+        return float(value)

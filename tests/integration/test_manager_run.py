@@ -1,0 +1,151 @@
+"""``malleable manager run`` on the real testbed: a 20-job KOALA workload, time-scaled,
+on 2 sites, with EGS/PRA and FPSMA/PWA (the latter stopped midway and resumed).
+
+Checks: every job completes; grows (and with PWA shrinks) really happen on Slurm; the
+records have the simulator's format; each job did exactly its work given the sizes it
+ran at (so a grown job really ended sooner), within the resolution of the timestamps.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from malleable.cli import main
+from malleable.metrics.summary import RECORD_COLUMNS
+from malleable.sim.apps import time_model
+from malleable.store import Store, rebuild_records
+from malleable.testbed import Testbed
+from tests.integration.helpers import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
+
+SCALE = 0.05
+TICK = 0.5  # the payload's default size check interval (real seconds)
+LAUNCH = 1.5  # Slurm's batch launch plus the payload's start-up, real seconds, at most
+SUMMARY_KEYS = {"jobs", "completed", "makespan_s", "utilization", "mean_wait_s",
+                "mean_execution_s", "mean_response_s", "mean_avg_size", "mean_max_size",
+                "grow_ops", "shrink_ops"}
+
+
+@pytest.fixture(scope="module")
+def config_file(small_testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("manager") / "clusters.toml"
+    path.write_text(small_testbed.config_toml())
+    return path
+
+
+def _busy(tb: Testbed) -> int:
+    return sum(len(tb.exec(site, ["squeue", "--noheader", "--format=%i"], check=True)
+                   .stdout.split()) for site in ("vu", "uva"))
+
+
+@pytest.fixture
+def idle_testbed(small_testbed: Testbed) -> Testbed:
+    """Start from an empty queue, and leave none behind (cancel the user's jobs, wait)."""
+    wait_for(lambda: _busy(small_testbed) == 0, 60, "an empty queue before the run")
+    yield small_testbed
+    for site in ("vu", "uva"):
+        small_testbed.exec(site, ["scancel", "--user=malleable"])
+    wait_for(lambda: _busy(small_testbed) == 0, 60, "an empty queue after the run")
+
+
+def _args(config: Path, out: Path, approach: str, policy: str) -> list[str]:
+    return ["manager", "run", "--config", str(config), "--approach", approach, "--policy",
+            policy, "--workload", "wm", "--jobs", "20", "--time-scale", str(SCALE),
+            "--poll", "0.5", "--out", str(out), "--compare-sim", "--json"]
+
+
+def _summary(out: Path) -> dict[str, object]:
+    return dict(json.loads((out / "summary.json").read_text()))
+
+
+def _check_records(out: Path) -> None:
+    with (out / "jobs.csv").open() as f:
+        reader = csv.DictReader(f)
+        rows = list(reader)
+        assert tuple(reader.fieldnames or ()) == RECORD_COLUMNS
+    with (out / "simulated" / "jobs.csv").open() as f:
+        assert tuple(csv.DictReader(f).fieldnames or ()) == RECORD_COLUMNS
+    assert len(rows) == 20 and {r["state"] for r in rows} == {"completed"}
+    assert all(float(r["wait_s"]) >= 0 and float(r["execution_s"]) > 0 for r in rows)
+
+
+def _check_work(out: Path) -> None:
+    """Each job did one unit of work at the sizes it had, within the timing resolution."""
+    store = Store.open(out / "state.sqlite")
+    records, _ = rebuild_records(store)
+    store.close()
+    grown_sooner = 0
+    for record in records:
+        curve = time_model(record.spec)
+        assert record.end is not None
+        spans = [(t, record.sizes[i + 1][0] if i + 1 < len(record.sizes) else record.end, n)
+                 for i, (t, n) in enumerate(record.sizes)]
+        work = sum((b - a) / curve(n) for a, b, n in spans)
+        slack = (LAUNCH + 2.0 + TICK * len(record.sizes)) / SCALE
+        bound = slack / min(curve(n) for _, _, n in spans)
+        assert abs(work - 1.0) <= bound, (record.spec.id, record.sizes, work, bound)
+        if record.spec.app == "gadget2" and record.max_size > record.spec.initial_size:
+            assert record.execution < curve(record.spec.initial_size), record.spec.id
+            grown_sooner += 1
+    assert grown_sooner > 0
+
+
+def _report(out: Path, label: str) -> None:
+    real, sim = _summary(out), _summary(out)["simulated"]
+    assert isinstance(sim, dict)
+    print(f"\n{label}: real vs simulated")
+    for key in sorted(SUMMARY_KEYS):
+        print(f"  {key:18} {real[key]!s:>22} {sim[key]!s:>22}")
+
+
+def test_egs_pra_workload(idle_testbed: Testbed, config_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "egs-pra"
+    assert main(_args(config_file, out, "pra", "egs")) == 0
+    summary = _summary(out)
+    assert SUMMARY_KEYS <= set(summary)
+    assert summary["completed"] == 20 and summary["stopped"] == "done"
+    assert isinstance(summary["grow_ops"], int) and summary["grow_ops"] > 0
+    assert summary["shrink_ops"] == 0  # PRA never shrinks
+    resizes = summary["resizes"]
+    assert isinstance(resizes, dict) and resizes.get("done", 0) >= summary["grow_ops"]
+    _check_records(out)
+    _check_work(out)
+    _report(out, "EGS/PRA")
+
+
+def test_fpsma_pwa_workload_stopped_and_resumed(idle_testbed: Testbed, config_file: Path,
+                                                tmp_path: Path) -> None:
+    out = tmp_path / "fpsma-pwa"
+    args = _args(config_file, out, "pwa", "fpsma")
+    assert main([*args, "--deadline", "25"]) == 3  # stopped, state kept
+    first = _summary(out)
+    assert first["stopped"] == "deadline"
+    assert isinstance(first["jobs"], int) and 0 < first["jobs"] < 20
+    assert main(args) == 0  # takes the run up again: same run id, all jobs done
+    summary = _summary(out)
+    assert summary["run_id"] == first["run_id"] and summary["completed"] == 20
+    assert isinstance(summary["grow_ops"], int) and summary["grow_ops"] > 0
+    assert isinstance(summary["shrink_ops"], int) and summary["shrink_ops"] > 0
+    _check_records(out)
+    _check_work(out)
+    _report(out, "FPSMA/PWA")
+
+
+def test_the_workload_file_runs_in_the_simulator(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """What ``manager run`` wrote as workload.swf is what ``malleable simulate`` reads."""
+    out = tmp_path / "sim"
+    from malleable.commands.simulate import load_workload
+    from malleable.workloads.swf import write_swf
+    jobs = sorted(load_workload("wm", 1), key=lambda j: j.submit_time)[:20]
+    write_swf(tmp_path / "workload.swf", jobs)
+    assert main(["simulate", "--workload", str(tmp_path / "workload.swf"), "--approach", "pwa",
+                 "--policy", "fpsma", "--out", str(out), "--json"]) == 0
+    with (out / "jobs.csv").open() as f:
+        assert tuple(csv.DictReader(f).fieldnames or ()) == RECORD_COLUMNS
+    assert json.loads(capsys.readouterr().out)["completed"] == 20

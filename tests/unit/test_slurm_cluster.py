@@ -1,0 +1,245 @@
+"""SlurmCluster and Resizer on a fake site that answers in Slurm 22.05's formats."""
+
+from __future__ import annotations
+
+import pytest
+
+from malleable.adapters.base import JobEvent, ResourceManager
+from malleable.adapters.slurm import meta
+from malleable.adapters.slurm.cluster import SlurmCluster
+from malleable.adapters.slurm.ctl import SlurmCtl
+from malleable.adapters.slurm.payload import Payload
+from malleable.adapters.slurm.resize import Outcome, ResizeError, Resizer
+from malleable.manager import Manager
+from malleable.model import JobKind, JobSpec, JobState, SizeRule
+from malleable.policies.koala import KoalaPolicy
+from malleable.realtime import ScaledClock
+from malleable.store import Store
+from tests.unit.test_slurm_fake import FakeSlurm, node_names
+
+
+def _spec(job_id: str = "j1", low: int = 2, high: int = 8, init: int = 2,
+          rule: SizeRule = SizeRule.ANY, kind: JobKind = JobKind.MALLEABLE) -> JobSpec:
+    return JobSpec(job_id, kind, low, high, init, app="gadget2", size_rule=rule)
+
+
+def _site(nodes: int = 8, run: str = "r1",
+          **kw: object) -> tuple[FakeSlurm, SlurmCluster]:
+    fake = FakeSlurm(node_names(nodes))
+    clock = ScaledClock(float(fake.now), 1.0, wall=lambda: float(fake.now))
+    resizer = Resizer(SlurmCtl(fake), run_tag=run, sleep=lambda s: None)
+    cluster = SlurmCluster("vu", SlurmCtl(fake), clock, run, Payload(0.01), resizer=resizer,
+                           **kw)  # type: ignore[arg-type]
+    return fake, cluster
+
+
+def test_is_a_resource_manager() -> None:
+    _, cluster = _site()
+    assert isinstance(cluster, ResourceManager)
+
+
+def test_start_submits_a_tagged_payload_and_reports_slurm_start() -> None:
+    fake, cluster = _site()
+    fake.now += 5
+    assert cluster.start(_spec(), 2) == 2
+    sbatch = next(c for c in fake.calls if c[0] == "sbatch")
+    assert "--nodes=2" in sbatch and "--exclusive" in sbatch and "--parsable" in sbatch
+    job = fake.jobs[cluster.slurm_id("j1") or 0]
+    assert meta.decode(job.comment) == meta.Tag("r1", job="j1")
+    assert "#!/usr/bin/env python3" in fake.scripts[job.job_id]
+    fake.now += 3
+    events = cluster.drain_events()
+    assert events == [JobEvent(5.5, "j1", JobState.RUNNING, 2)]  # Slurm's second, clamped
+    view = cluster.observe()
+    assert (view.nodes, view.idle) == (8, 6)
+    assert view.running["j1"].managed and view.running["j1"].size == 2
+
+
+def test_pending_jobs_claim_their_nodes_and_background_is_unmanaged() -> None:
+    fake, cluster = _site(nodes=4)
+    fake.add_job(3, name="local-user")
+    assert cluster.start(_spec(), 2) == 2  # pending: only 1 node free
+    view = cluster.observe()
+    assert view.idle == 0 and view.pending == 1
+    (background,) = view.running.values()
+    assert not background.managed and background.size == 3 and view.background == 3
+    assert cluster.drain_events() == []
+
+
+def test_grow_goes_through_a_helper_allocation_and_is_read_back() -> None:
+    fake, cluster = _site()
+    cluster.start(_spec(), 2)
+    cluster.drain_events()
+    assert cluster.offer_grow("j1", 3) == 3
+    result = cluster.resizes[-1]
+    assert (result.before, result.after, result.outcome) == (2, 5, Outcome.DONE)
+    assert result.helper is not None and fake.jobs[result.helper].state == "COMPLETED"
+    sequence = [c[:3] for c in fake.calls if c[0] in ("salloc", "scontrol", "scancel")]
+    assert ["scontrol", "update", f"JobId={result.helper}"] in sequence
+    salloc = next(c for c in fake.calls if c[0] == "salloc")
+    assert f"--dependency=expand:{result.job_id}" in salloc and "--no-shell" in salloc
+    assert cluster.drain_events()[-1] == JobEvent(0.0, "j1", JobState.RUNNING, 5)
+    assert cluster.observe().running["j1"].size == 5
+
+
+def test_grow_respects_the_size_rule() -> None:
+    _fake, cluster = _site()
+    cluster.start(_spec(rule=SizeRule.POW2), 2)
+    cluster.drain_events()
+    assert cluster.offer_grow("j1", 5) == 2  # 2 + 5 = 7 -> takes 4
+    assert cluster.resizes[-1].after == 4
+
+
+def test_refused_expansion_is_reported_not_assumed() -> None:
+    fake, cluster = _site(nodes=4)
+    cluster.start(_spec(), 2)
+    fake.add_job(2)
+    cluster.drain_events()
+    assert cluster.offer_grow("j1", 2) == 0
+    result = cluster.resizes[-1]
+    assert result.outcome is Outcome.REFUSED and result.after == 2
+    assert "Unable to allocate resources" in result.reason
+    assert cluster.drain_events() == []
+    pending_helper = str(fake._next)  # the id salloc printed while pending: cancelled
+    assert ["scancel", pending_helper] in fake.calls
+
+
+def test_shrink_and_a_refused_second_shrink() -> None:
+    fake, cluster = _site()
+    cluster.start(_spec(init=6), 6)
+    cluster.drain_events()
+    assert cluster.request_shrink("j1", 2, mandatory=True) == 2
+    fake.refuse["3"] = "slurm_update error: DB index is being set"
+    assert cluster.request_shrink("j1", 1, mandatory=False) == 0
+    refused = cluster.resizes[-1]
+    assert refused.outcome is Outcome.REFUSED and "DB index" in refused.reason
+    assert [e.size for e in cluster.drain_events()] == [4]
+    assert cluster.request_shrink("j1", 9, mandatory=True) == 2  # never below the minimum
+
+
+def test_rigid_and_unknown_jobs_are_not_resized() -> None:
+    fake, cluster = _site()
+    cluster.start(_spec(kind=JobKind.RIGID, low=2, high=2), 2)
+    cluster.drain_events()
+    assert cluster.offer_grow("j1", 2) == 0 and cluster.request_shrink("j1", 1, True) == 0
+    assert cluster.offer_grow("nope", 2) == 0
+    assert not any(c[0] == "salloc" for c in fake.calls)
+
+
+def test_ends_with_slurm_state_and_time() -> None:
+    fake, cluster = _site()
+    cluster.start(_spec("a"), 2)
+    cluster.start(_spec("b"), 2)
+    cluster.drain_events()
+    fake.now += 10
+    fake.finish(cluster.slurm_id("a") or 0)
+    cluster.cancel("b")
+    fake.now += 2
+    events = {e.job_id: e for e in cluster.drain_events()}
+    assert events["a"] == JobEvent(10.5, "a", JobState.COMPLETED, 0, "")
+    assert events["b"].state is JobState.CANCELLED and events["b"].time == 10.5
+    assert cluster.drain_events() == []  # reported once
+
+
+def test_jobs_gone_from_the_queue_end_from_accounting_or_fail() -> None:
+    fake, cluster = _site()
+    cluster.start(_spec("a"), 2)
+    cluster.start(_spec("b"), 2)
+    fake.now += 4
+    for name in ("a", "b"):
+        fake.finish(cluster.slurm_id(name) or 0)
+        fake.purged.add(cluster.slurm_id(name) or 0)
+    fake.accounting = True
+    fake.jobs[cluster.slurm_id("b") or 0].state = "RESIZING"  # not finished in sacct
+    events = cluster.drain_events()
+    assert [(e.job_id, e.state) for e in events] == [("a", JobState.RUNNING),
+                                                     ("a", JobState.COMPLETED)]
+    fake.accounting = False
+    events = cluster.refresh() or cluster.drain_events()
+    assert [(e.job_id, e.state) for e in events] == [("b", JobState.FAILED)]
+    assert "neither in the queue nor in accounting" in events[0].reason
+
+
+def test_a_resize_from_outside_is_noticed() -> None:
+    fake, cluster = _site()
+    cluster.start(_spec(init=4), 4)
+    cluster.drain_events()
+    fake.now += 1
+    Resizer(SlurmCtl(fake)).shrink(cluster.slurm_id("j1") or 0, 3)
+    assert cluster.drain_events() == [JobEvent(1.0, "j1", JobState.RUNNING, 3)]
+
+
+def test_restart_binds_jobs_by_tag_and_cancels_stray_helpers() -> None:
+    fake, before = _site()
+    before.start(_spec("a"), 2)
+    slurm_a = before.slurm_id("a")
+    stray = fake.add_job(1, comment=meta.encode(meta.Tag("r1", helper_for=slurm_a)),
+                         name="m.helper")
+    other_run = fake.add_job(1, comment=meta.encode(meta.Tag("other", job="a")))
+    _fake2, after = _site(run="r1")
+    after.ctl = before.ctl
+    after.resizer = before.resizer
+    after.adopt(_spec("a"), None, started=True, size=2)
+    assert after.drain_events() == []
+    assert after.slurm_id("a") == slurm_a
+    assert fake.jobs[stray.job_id].state == "CANCELLED"
+    assert fake.jobs[other_run.job_id].state == "RUNNING"
+    view = after.observe()
+    assert view.running["a"].managed
+    assert not view.running[f"slurm:vu:{other_run.job_id}"].managed
+
+
+def test_resizer_refuses_jobs_that_are_not_running() -> None:
+    fake, _cluster = _site(nodes=2)
+    fake.add_job(2)
+    waiting = fake.add_job(2)
+    resizer = Resizer(SlurmCtl(fake))
+    with pytest.raises(ResizeError, match="not RUNNING"):
+        resizer.resize(waiting.job_id, 1)
+    with pytest.raises(ResizeError, match="not known"):
+        resizer.resize(999, 1)
+    running = min(fake.jobs)
+    assert resizer.resize(running, 2).reason == "already there"
+    assert resizer.shrink(running, 0).outcome is Outcome.REFUSED
+
+
+def test_expansion_waits_after_a_shrink_of_the_same_job() -> None:
+    fake = FakeSlurm(node_names(8))
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    resizer = Resizer(SlurmCtl(fake), clock=lambda: now[0], sleep=sleep, rejoin_gap=1.2)
+    job = fake.add_job(4)
+    assert resizer.shrink(job.job_id, 2).outcome is Outcome.DONE
+    now[0] += 0.2
+    assert resizer.expand(job.job_id, 4).outcome is Outcome.DONE
+    assert slept and slept[0] == pytest.approx(1.0)
+
+
+def test_manager_on_two_fake_sites_with_a_journal() -> None:
+    fake_a, site_a = _site(nodes=4)
+    fake_b, site_b = _site(nodes=8)
+    site_b.name = "uva"
+    store = Store.open(":memory:")
+    site_a.journal = site_b.journal = store
+    manager = Manager(KoalaPolicy.named("pra", "fpsma"), {"vu": site_a, "uva": site_b},
+                      journal=store)
+    for i in range(3):
+        manager.submit(_spec(f"j{i}", high=8))
+    manager.cycle(0.0)
+    manager.cycle(1.0)  # the started jobs grow into the idle nodes
+    grown = [op for op in manager.operations if op.kind == "grow"]
+    assert grown and store.resize_outcomes().get("done", 0) == len(grown)
+    for fake in (fake_a, fake_b):
+        for job in list(fake.jobs.values()):
+            if job.state == "RUNNING" and job.name != "m.helper":
+                fake.finish(job.job_id)
+    manager.cycle(2.0)
+    assert manager.unfinished == 0
+    assert all(r.state is JobState.COMPLETED for r in manager.records.values())
+    assert set(store.slurm_ids()) == {(manager.cluster_of(f"j{i}"), f"j{i}") for i in range(3)}
+    assert {manager.cluster_of(f"j{i}") for i in range(3)} == {"vu", "uva"}

@@ -1,0 +1,157 @@
+"""The real-time driver on a fake clock: arrivals, polling, deadline, signals, prefetch."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import pytest
+
+from malleable.adapters.base import Capability, JobEvent
+from malleable.manager import Manager
+from malleable.model import ClusterView, JobKind, JobSpec, JobState, RunningJob
+from malleable.policies.koala import KoalaPolicy
+from malleable.realtime import RealtimeDriver, ScaledClock
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.t = 1000.0
+        self.sleeps: list[float] = []
+
+    def wall(self) -> float:
+        return self.t
+
+    def monotonic(self) -> float:
+        return self.t
+
+    def pause(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.t += seconds
+
+
+@dataclass
+class TimedCluster:
+    """Jobs end ``runtime`` model seconds after they start; refresh counts prefetches."""
+
+    name: str
+    nodes: int
+    clock: ScaledClock
+    capabilities: frozenset[Capability] = frozenset()
+    running: dict[str, tuple[JobSpec, int, float]] = field(default_factory=dict)
+    events: list[JobEvent] = field(default_factory=list)
+    refreshed: int = 0
+
+    def refresh(self) -> None:
+        self.refreshed += 1
+
+    def observe(self) -> ClusterView:
+        used = sum(size for _, size, _ in self.running.values())
+        jobs = {j: RunningJob(s, self.name, n, t) for j, (s, n, t) in self.running.items()}
+        return ClusterView(self.name, self.nodes, self.nodes - used, 0, MappingProxyType(jobs))
+
+    def start(self, spec: JobSpec, size: int) -> int:
+        now = self.clock.now()
+        self.running[spec.id] = (spec, size, now)
+        self.events.append(JobEvent(now, spec.id, JobState.RUNNING, size))
+        return size
+
+    def offer_grow(self, job_id: str, offer: int) -> int:
+        return 0
+
+    def request_shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
+        return 0
+
+    def cancel(self, job_id: str) -> None:
+        self.running.pop(job_id, None)
+
+    def drain_events(self) -> Sequence[JobEvent]:
+        now = self.clock.now()
+        for job_id, (spec, _, began) in list(self.running.items()):
+            if now >= began + (spec.runtime or 0.0):
+                del self.running[job_id]
+                self.events.append(JobEvent(now, job_id, JobState.COMPLETED, 0))
+        events, self.events = self.events, []
+        return events
+
+
+def _jobs(n: int, gap: float, runtime: float) -> list[JobSpec]:
+    return [JobSpec(f"r{i}", JobKind.RIGID, 2, 2, 2, submit_time=i * gap, app="fixed",
+                    runtime=runtime) for i in range(n)]
+
+
+def _driver(fake: FakeTime, jobs: list[JobSpec], scale: float = 0.1,
+            poll: float = 1.0) -> tuple[RealtimeDriver, TimedCluster, list[float]]:
+    clock = ScaledClock(fake.t, scale, wall=fake.wall)
+    cluster = TimedCluster("c", 4, clock)
+    manager = Manager(KoalaPolicy.named("pra", "fpsma"), {"c": cluster})
+    flushed: list[float] = []
+    driver = RealtimeDriver(manager, clock, list(reversed(jobs)), poll,
+                            flush=lambda: flushed.append(fake.t), monotonic=fake.monotonic,
+                            pause=fake.pause)
+    return driver, cluster, flushed
+
+
+def test_scaled_clock() -> None:
+    clock = ScaledClock(100.0, 0.5, wall=lambda: 110.0)
+    assert clock.now() == 20.0
+    assert clock.from_epoch(101.0) == 2.0 and clock.to_epoch(2.0) == 101.0
+    with pytest.raises(ValueError, match="positive"):
+        ScaledClock(0.0, 0.0)
+
+
+def test_runs_the_workload_in_scaled_time_until_every_job_ends() -> None:
+    fake = FakeTime()
+    driver, cluster, flushed = _driver(fake, _jobs(4, gap=50.0, runtime=30.0))
+    outcome = driver.run()
+    assert outcome.stopped == "done" and outcome.submitted == 4
+    records = driver.manager.records
+    assert all(r.state is JobState.COMPLETED for r in records.values())
+    for i in range(4):  # submitted at its scaled time: 50 model s = 5 real s apart
+        record = records[f"r{i}"]
+        assert record.start is not None and record.end is not None
+        assert i * 50.0 <= record.start <= i * 50.0 + 10.0  # within one 1-s poll (10 model s)
+        assert 30.0 <= record.end - record.start <= 40.0
+    assert cluster.refreshed == outcome.cycles  # prefetched once per cycle
+    assert max(fake.sleeps) <= 1.0 and flushed
+    # a 1-s poll over 15 real seconds of work: about 16 cycles, not thousands
+    assert 12 <= outcome.cycles <= 20
+
+
+def test_wakes_for_an_arrival_before_the_next_poll() -> None:
+    fake = FakeTime()
+    driver, _, _ = _driver(fake, _jobs(2, gap=3.0, runtime=1.0), scale=1.0, poll=10.0)
+    driver.run()
+    assert driver.manager.records["r1"].start == pytest.approx(3.0)
+
+
+def test_deadline_stops_with_jobs_unfinished() -> None:
+    fake = FakeTime()
+    driver, _, flushed = _driver(fake, _jobs(3, gap=100.0, runtime=100.0))
+    outcome = driver.run(deadline=5.0)
+    assert outcome.stopped == "deadline"
+    assert fake.t - 1000.0 == pytest.approx(5.0)
+    assert driver.manager.unfinished > 0 and flushed
+
+
+def test_sigterm_stops_gracefully_after_the_cycle() -> None:
+    fake = FakeTime()
+    driver, _, flushed = _driver(fake, _jobs(3, gap=100.0, runtime=100.0))
+    driver.on_cycle = lambda now: os.kill(os.getpid(), signal.SIGTERM) if now > 20 else None
+    previous = signal.getsignal(signal.SIGTERM)
+    outcome = driver.run()
+    assert outcome.stopped == "signal"
+    assert driver.clock.now() == pytest.approx(30.0)  # the cycle at 30 was the last
+    assert signal.getsignal(signal.SIGTERM) == previous  # handler restored
+    assert flushed[-1] == fake.t
+
+
+def test_poll_interval_must_be_positive() -> None:
+    fake = FakeTime()
+    clock = ScaledClock(fake.t, 1.0, wall=fake.wall)
+    manager = Manager(KoalaPolicy.named("pra", "fpsma"), {})
+    with pytest.raises(ValueError, match="poll interval"):
+        RealtimeDriver(manager, clock, [], 0.0)
