@@ -120,6 +120,7 @@ def ensure_image(docker: Docker, base: str | None = None, *, force: bool = False
         logger.info("image %s is up to date (%s)", image, wanted)
         return image
     logger.info("building %s from %s (context %s)", image, base, wanted)
+    previous = image_id(docker, image)
     with tempfile.TemporaryDirectory(prefix="malleable-testbed-") as tmp:
         ctx = Path(tmp)
         _prepare_context(ctx, tb_dir, pkg_dir)
@@ -127,4 +128,7 @@ def ensure_image(docker: Docker, base: str | None = None, *, force: bool = False
                           "--build-arg", f"BASE_IMAGE={base}",
                           "--label", f"{LABEL_CONTEXT}={wanted}", "--tag", image, str(ctx),
                           timeout=BUILD_TIMEOUT)
+    if previous and previous != image_id(docker, image):
+        # the replaced image, unless a running testbed still uses it (then docker refuses)
+        docker.docker_cmd("rmi", previous, check=False, timeout=120)
     return image
