@@ -31,15 +31,17 @@ class FCFS:
 
     def decide(self, view: View, now: float) -> Generator[Action, int | None, None]:
         free = [(name, c.available) for name, c in view.clusters.items()]
-        largest = max((c.nodes - c.reserve for c in view.clusters.values()), default=0)
         for waiting in view.waiting:
             spec = waiting.spec
             size = spec.initial_size
-            if size > largest:
-                yield Reject(spec.id, f"needs {size} nodes, the largest cluster offers {largest}")
-                continue
             slot = _first_fit(free, size)
             if slot < 0:
+                if _never_fits(view, size):
+                    largest = max((c.nodes - c.reserve for c in view.clusters.values()),
+                                  default=0)
+                    yield Reject(spec.id, f"needs {size} nodes, the largest cluster offers "
+                                          f"{largest}")
+                    continue
                 yield Defer(spec.id)
                 return
             name, avail = free[slot]
@@ -48,6 +50,14 @@ class FCFS:
                 yield Defer(spec.id)
                 return
             free[slot] = (name, avail - int(granted))
+
+
+def _never_fits(view: View, size: int) -> bool:
+    """Whether no cluster could ever hold ``size`` nodes (outside its reserve)."""
+    for cluster in view.clusters.values():  # noqa: SIM110 (a loop: this is a hot path)
+        if cluster.nodes - cluster.reserve >= size:
+            return False
+    return True
 
 
 def _first_fit(free: list[tuple[str, int]], size: int) -> int:
