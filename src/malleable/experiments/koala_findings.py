@@ -242,7 +242,7 @@ FINDINGS: tuple[Finding, ...] = (
             "jobs over 400 s, all four runs", _a5),
     Finding("A6", "VII-A", "Wm results in better performance than Wmr (execution and "
             "response times).", "mean execution and mean response time, Wm < Wmr, both "
-            "policies", _a6),
+            "policies (in part by construction: Wmr's rigid jobs keep 2 nodes)", _a6),
     Finding("A7", "VII-A", "With Wm, EGS leads to a higher utilization than FPSMA.",
             "utilization, EGS > FPSMA on Wm", _a7),
     Finding("A8", "VII-A", "Utilization is better with Wm than with Wmr.",
