@@ -38,7 +38,8 @@ SETTING = """\
 - **Checks**: each finding is tested seed by seed (the same jobs under both settings compared):
   *holds* when it holds for every seed, *does not hold* when for none, *partly* otherwise. Vague
   words of the paper ("relatively few", "many", "much", "far") get the thresholds written in the
-  "how we check" column; they were fixed before the runs. Numbers are means over the seeds.
+  "how we check" column: ours, read from the paper's wording, not adjusted to our results.
+  Numbers are means over the seeds.
 """
 
 

@@ -71,7 +71,8 @@ class Variant:
 
 
 PAPER = Variant("paper", "the paper's setting: no local users, instant resizes")
-#: Chosen before looking at their outcome; each changes one thing of the paper's setting.
+#: Round levels (25% and 50% of the platform, 30 s), not tuned to make a finding appear;
+#: each changes one thing of the paper's setting.
 SENSITIVITY = (
     Variant("local-25", "local users bypassing the manager, about 25% of the platform "
             "(per cluster: a job every 600 s, 1-8 nodes, mean 1800 s)",
