@@ -39,7 +39,8 @@ SETTING = """\
   *holds* when it holds for every seed, *does not hold* when for none, *partly* otherwise. Vague
   words of the paper ("relatively few", "many", "much", "far") get the thresholds written in the
   "how we check" column: ours, read from the paper's wording, not adjusted to our results.
-  Numbers are means over the seeds.
+  A comparison counts any strict difference, however small (the numbers column shows its
+  size: 257 vs 257 is a tie in all but the verdict). Numbers are means over the seeds.
 """
 
 
