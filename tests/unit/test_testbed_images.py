@@ -95,10 +95,20 @@ def test_up_to_date_image_is_reused() -> None:
 def test_stale_image_is_rebuilt_on_the_local_base() -> None:
     docker = _Images({images.LOCAL_BASE: {"id": "sha256:local"},
                       images.IMAGE: {"id": "sha256:img", "label": "old"}})
+    real_run = docker.run
+
+    def run(argv: Sequence[str], **kwargs: object) -> Result:
+        if "build" in argv:  # the build replaces the image behind the tag
+            docker.present[images.IMAGE] = {"id": "sha256:new", "label": "new"}
+        return real_run(argv, **kwargs)  # type: ignore[arg-type]
+
+    docker.run = run  # type: ignore[method-assign]
     images.ensure_image(docker)
     build = next(c for c in docker.calls if "build" in c)
     assert f"BASE_IMAGE={images.LOCAL_BASE}" in build
     assert any(a.startswith(f"{images.LABEL_CONTEXT}=") for a in build)
+    assert "--no-cache" not in build
+    assert docker.calls[-1][1:] == ("rmi", "sha256:img")  # the replaced image is removed
 
 
 def test_missing_base_runs_the_base_image_script() -> None:

@@ -77,18 +77,23 @@ def image_label(docker: Docker, image: str, label: str) -> str | None:
     return result.stdout.strip() if result.ok else None
 
 
-def ensure_base(docker: Docker, base: str | None = None) -> str:
-    """The base image to build on, building the local one when nothing else is present."""
+def ensure_base(docker: Docker, base: str | None = None, *, local: str = LOCAL_BASE) -> str:
+    """The base image to build on, building ``local`` when nothing else is present."""
     base = base or os.environ.get("MALLEABLE_BASE_IMAGE")
     if base:
         return base
-    for candidate in (PUBLIC_BASE, LOCAL_BASE):
+    for candidate in (PUBLIC_BASE, local):
         if image_id(docker, candidate):
             return candidate
-    logger.info("building %s with mmdebstrap from the host's apt sources", LOCAL_BASE)
+    build_base(docker, local)
+    return local
+
+
+def build_base(docker: Docker, tag: str = LOCAL_BASE) -> None:
+    """Build a bookworm base image with mmdebstrap from the host's apt sources (~20 s)."""
+    logger.info("building %s with mmdebstrap from the host's apt sources", tag)
     script = testbed_dir() / "base-image.sh"
-    docker.run(("bash", str(script), LOCAL_BASE), timeout=BASE_TIMEOUT)
-    return LOCAL_BASE
+    docker.run(("bash", str(script), tag), timeout=BASE_TIMEOUT)
 
 
 def _prepare_context(ctx: Path, tb_dir: Path, pkg_dir: Path) -> None:
@@ -102,8 +107,11 @@ def _prepare_context(ctx: Path, tb_dir: Path, pkg_dir: Path) -> None:
 
 
 def ensure_image(docker: Docker, base: str | None = None, *, force: bool = False,
-                 image: str = IMAGE) -> str:
-    """Build the testbed image unless one from the same context exists; return its tag."""
+                 image: str = IMAGE, no_cache: bool = False) -> str:
+    """Build the testbed image unless one from the same context exists; return its tag.
+
+    ``no_cache`` rebuilds every layer (the benchmark's cold build).
+    """
     base = ensure_base(docker, base)
     base_id = image_id(docker, base) or base
     tb_dir, pkg_dir = testbed_dir(), package_dir()
@@ -112,10 +120,15 @@ def ensure_image(docker: Docker, base: str | None = None, *, force: bool = False
         logger.info("image %s is up to date (%s)", image, wanted)
         return image
     logger.info("building %s from %s (context %s)", image, base, wanted)
+    previous = image_id(docker, image)
     with tempfile.TemporaryDirectory(prefix="malleable-testbed-") as tmp:
         ctx = Path(tmp)
         _prepare_context(ctx, tb_dir, pkg_dir)
-        docker.docker_cmd("build", "--quiet", "--build-arg", f"BASE_IMAGE={base}",
+        docker.docker_cmd("build", "--quiet", *(("--no-cache",) if no_cache else ()),
+                          "--build-arg", f"BASE_IMAGE={base}",
                           "--label", f"{LABEL_CONTEXT}={wanted}", "--tag", image, str(ctx),
                           timeout=BUILD_TIMEOUT)
+    if previous and previous != image_id(docker, image):
+        # the replaced image, unless a running testbed still uses it (then docker refuses)
+        docker.docker_cmd("rmi", previous, check=False, timeout=120)
     return image
