@@ -4,6 +4,7 @@ the runner's file channel driven from the test as a runner would."""
 from __future__ import annotations
 
 import json
+import socket
 import time
 from pathlib import Path
 
@@ -23,6 +24,15 @@ def test_every_layout_survives_any_to_any_resizes(tmp_path: Path) -> None:
     assert starts(res) == [0, 3, 6, 9, 12]
     assert res["checksum"] == 0.0  # no element out of place at any iteration
     assert all(p["reconfig_seconds"] > 0 for p in res["phases"][1:])
+
+
+def test_offered_hosts_place_ranks_through_a_hostfile(tmp_path: Path) -> None:
+    host = socket.gethostname()  # mpirun knows this host by this name
+    run(2, CHECK, "--schedule", "0:2,2:3,4:1,6:4", "--hosts", f"{host}:4", "--iterations", "8",
+        "--result", "r.json", cwd=tmp_path)
+    res = result(tmp_path / "r.json")
+    assert sizes(res) == [2, 3, 1, 4]
+    assert res["checksum"] == 0.0
 
 
 def test_every_k_iterations_inhibitor_delays_the_resize_to_the_next_check(tmp_path: Path) -> None:

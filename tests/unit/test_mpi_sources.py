@@ -11,7 +11,7 @@ from malleable.model import SizeRule
 from malleable.mpi import demo
 from malleable.mpi.channel import FileChannel, offer_from_json, offer_to_json, write_json
 from malleable.mpi.params import Params
-from malleable.mpi.session import spawn_hosts
+from malleable.mpi.session import hostfile_text, rank_hosts
 from malleable.mpi.sources import DmrSource, Offer, Point, Report, Resources, Scripted
 
 P = Params(1, 8, 2)
@@ -49,18 +49,25 @@ def test_dmr_source_applies_algorithm_2_to_the_probe() -> None:
     assert source.snapshot() == {"checks": 3}
 
 
-def test_spawn_hosts_give_back_what_a_power_of_two_program_declines() -> None:
-    offer = Offer(5, ("n1", "n2", "n3", "n4", "n5"), ("n3", "n4", "n5"))
-    assert spawn_hosts(offer, 4) == ("n1,n2,n3,n4", "n3,n4")
-    assert spawn_hosts(Offer(4, ("n1:2", "n2:2")), 4) == ("n1:2,n2:2", "")
-    assert spawn_hosts(Offer(3), 3) == ("", "")
+def test_hostfile_gives_back_the_slots_a_power_of_two_program_declines() -> None:
+    offer = Offer(5, ("n1", "n2", "n3", "n4", "n5"))
+    assert hostfile_text(offer, 4) == "n1\nn2\nn3\nn4\n"
+    assert hostfile_text(Offer(4, ("c0:2", "c1:2")), 3) == "c0\nc0\nc1\n"
+    assert hostfile_text(Offer(3), 3) == ""
+    assert rank_hosts(["a:3", "b"]) == ["a", "a", "a", "b"]
+    with pytest.raises(ValueError, match="host:count"):
+        rank_hosts(["a:x"])
+    with pytest.raises(ValueError, match="host:count"):
+        rank_hosts([":2"])
+    with pytest.raises(ValueError, match="2 slots for 3"):
+        hostfile_text(Offer(3, ("a:2",)), 3)
 
 
 def test_file_channel_round_trip(tmp_path: Path) -> None:
     channel = FileChannel(tmp_path)
     point = Point(7, 2, P)
     assert channel.poll(point) is None
-    offer = Offer(4, ("a", "b", "c", "d"), ("c", "d"), seq=1)
+    offer = Offer(4, ("a", "b", "c", "d"), seq=1)
     write_json(tmp_path / "offer.json", offer_to_json(offer))
     assert channel.poll(point) == offer
     channel.answered(offer, point, 4)
@@ -90,7 +97,8 @@ def test_malformed_offers_are_refused_with_the_field(tmp_path: Path) -> None:
 
 def test_demo_options_build_the_named_source(tmp_path: Path) -> None:
     parser = demo.parser("x", iterations=30, size=8)
-    assert isinstance(demo.source(parser.parse_args(["--schedule", "2,4"])), Scripted)
+    scripted = demo.source(parser.parse_args(["--schedule", "2,4", "--hosts", "a:2,b"]))
+    assert isinstance(scripted, Scripted) and scripted.hosts == ("a:2", "b")
     assert isinstance(demo.source(parser.parse_args(["--channel", str(tmp_path)])), FileChannel)
     probe_file = tmp_path / "res.json"
     probe_file.write_text('{"available": 2, "pending": [5]}')

@@ -5,8 +5,9 @@ renamed, so a reader never sees half a file. The runner writes; the application
 answers:
 
 ``offer.json`` (runner)
-    ``{"seq": 3, "target": 4, "hosts": ["n1", "n2", "n3", "n4"], "add_hosts": ["n3", "n4"],
-    "mandatory": false}``: the latest offer; ``seq`` grows with each offer.
+    ``{"seq": 3, "target": 4, "hosts": ["n1", "n2", "n3", "n4"], "mandatory": false}``:
+    the latest offer (hosts in rank order, ``"host:k"`` for k processes); ``seq``
+    grows with each offer.
 ``answer-<seq>.json`` (application)
     ``{"seq": 3, "accepted": 4, "size": 2, "iteration": 17}``: the new total it takes
     (``accepted == size``: declined).
@@ -59,7 +60,7 @@ def read_json(path: Path) -> dict[str, Any] | None:
 
 def offer_to_json(offer: Offer) -> dict[str, Any]:
     return {"seq": offer.seq, "target": offer.target, "hosts": list(offer.hosts),
-            "add_hosts": list(offer.add_hosts), "mandatory": offer.mandatory}
+            "mandatory": offer.mandatory}
 
 
 def offer_from_json(data: Mapping[str, Any]) -> Offer:
@@ -67,13 +68,12 @@ def offer_from_json(data: Mapping[str, Any]) -> Offer:
     try:
         seq, target = int(data["seq"]), int(data["target"])
         hosts = tuple(str(h) for h in data.get("hosts", ()))
-        add_hosts = tuple(str(h) for h in data.get("add_hosts", ()))
         mandatory = bool(data.get("mandatory", False))
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"malformed offer {dict(data)!r}: {exc}") from None
     if seq < 1 or target < 1:
         raise ValueError(f"offer needs seq >= 1 and target >= 1, got {dict(data)!r}")
-    return Offer(target, hosts, add_hosts, mandatory, seq)
+    return Offer(target, hosts, mandatory, seq)
 
 
 @dataclass

@@ -14,6 +14,7 @@ import argparse
 import json
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,9 @@ def parser(description: str, *, iterations: int, size: int) -> argparse.Argument
     p.add_argument("--size", type=int, default=size, help="problem size (elements per axis)")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--schedule", help="sizes per phase (2,4,2) or iteration:size pairs")
+    p.add_argument("--hosts", default="",
+                   help="with --schedule: hosts for the new processes, in rank order "
+                        "(host or host:k, comma-separated)")
     src.add_argument("--channel", type=Path, help="directory of the runner's file channel")
     src.add_argument("--dmr", type=Path, metavar="FILE",
                      help="DMRlib's rule over a JSON file {available, pending}")
@@ -71,7 +75,8 @@ def inhibitors(args: argparse.Namespace) -> Inhibitors:
 def source(args: argparse.Namespace) -> ResizeSource:
     """The resize source the options name (a schedule that never resizes by default)."""
     if args.schedule:
-        return Scripted.parse(args.schedule, args.iterations)
+        hosts = tuple(h for h in args.hosts.split(",") if h)
+        return replace(Scripted.parse(args.schedule, args.iterations), hosts=hosts)
     if args.channel:
         return FileChannel(args.channel)
     if args.dmr:

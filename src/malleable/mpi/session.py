@@ -26,9 +26,11 @@ or, with a loop of one's own::
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,19 +52,31 @@ class Decision:
     accepted: int
 
 
-def spawn_hosts(offer: Offer, accepted: int) -> tuple[str, str]:
-    """Open MPI ``host`` and ``add-host`` info values for ``accepted`` processes.
+def rank_hosts(hosts: Sequence[str]) -> list[str]:
+    """One host per rank from ``"host"`` / ``"host:k"`` entries, in order."""
+    ranks: list[str] = []
+    for entry in hosts:
+        name, _, count = entry.partition(":")
+        try:
+            k = int(count) if count else 1
+        except ValueError:
+            raise ValueError(f"bad host entry {entry!r}: write host or host:count") from None
+        if not name or k < 1:
+            raise ValueError(f"bad host entry {entry!r}: write host or host:count")
+        ranks.extend([name] * k)
+    return ranks
 
-    When the offer lists one host per process (as many entries as its target), the
-    first ``accepted`` are used and the rest given back; otherwise the list is
-    passed as is. ``add-host`` keeps only the new hosts that are used.
+
+def hostfile_text(offer: Offer, accepted: int) -> str:
+    """The lines of the hostfile for ``accepted`` processes: the first slots of the offer.
+
+    Slots beyond ``accepted`` are given back (a power-of-two program offered 5 takes
+    the first 4). Empty when the offer names no hosts.
     """
-    hosts = list(offer.hosts)
-    if len(hosts) == offer.target and accepted < offer.target:
-        hosts = hosts[:accepted]
-    used = {h.split(":", 1)[0] for h in hosts} if hosts else None
-    added = [h for h in offer.add_hosts if used is None or h.split(":", 1)[0] in used]
-    return ",".join(hosts), ",".join(added)
+    ranks = rank_hosts(offer.hosts)
+    if ranks and len(ranks) < accepted:
+        raise ValueError(f"the offer lists {len(ranks)} slots for {accepted} processes")
+    return "".join(f"{host}\n" for host in ranks[:accepted])
 
 
 def default_command() -> list[str]:
@@ -190,10 +204,15 @@ class Malleable:
             return None
         self.checks.checked(iteration, now)
         point = Point(iteration, self.size, self.params, time.time() - self.started)
-        offer = self.source.poll(point)
-        if offer is None:
+        try:
+            offer = self.source.poll(point)
+            if offer is None:
+                return None
+            slots = len(rank_hosts(offer.hosts)) if offer.hosts else offer.target
+        except (OSError, ValueError) as exc:  # the other ranks wait: never raise here
+            logger.error("iteration %d: resize source failed: %s", iteration, exc)
             return None
-        accepted = self.params.accept(self.size, offer.target)
+        accepted = self.params.accept(self.size, min(offer.target, slots))
         self.source.answered(offer, point, accepted)
         if accepted == self.size:
             self.source.completed(Report(offer.seq, self.size, iteration))
@@ -203,11 +222,12 @@ class Malleable:
         """Start the new process set; None (and a failure report) if MPI refuses."""
         MPI = mpi()
         info = MPI.Info.Create()
-        host, add_host = spawn_hosts(decision.offer, decision.accepted)
-        values = {"wdir": os.getcwd(), "host": host, "add-host": add_host, **self.spawn_info}
+        hostfile = self._hostfile(decision)
+        values = {"wdir": os.getcwd(), **self.spawn_info}
+        if hostfile:  # rank i on line i, hosts mpirun does not know yet added
+            values.update({"add-hostfile": hostfile, "mapper": "seq"})
         for key, value in values.items():
-            if value:
-                info.Set(key, value)
+            info.Set(key, value)
         try:
             return self.comm.Spawn(self.command[0], args=self.command[1:],
                                    maxprocs=decision.accepted, info=info, root=0)
@@ -219,6 +239,20 @@ class Malleable:
             return None
         finally:
             info.Free()
+            if hostfile and self.rank == 0:
+                with contextlib.suppress(OSError):
+                    os.unlink(hostfile)
+
+    def _hostfile(self, decision: Decision) -> str:
+        """Rank 0 writes the new set's hostfile (read by mpirun, which runs beside rank 0)."""
+        if not decision.offer.hosts:
+            return ""
+        path = os.path.join(tempfile.gettempdir(),
+                            f"malleable-hosts-{os.getpid()}-{decision.offer.seq}")
+        if self.rank == 0:
+            with open(path, "w") as out:
+                out.write(hostfile_text(decision.offer, decision.accepted))
+        return path
 
     # ---------------------------------------------------------------- driving a loop
 

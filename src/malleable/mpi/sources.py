@@ -43,14 +43,13 @@ class Point:
 class Offer:
     """A resize offer: a new total process count and where the new processes may run.
 
-    ``hosts`` is Open MPI's ``host`` spawn info (``"n1,n2"`` or ``"n1:2,n2"``): the
-    hosts of the new allocation, first host first. ``add_hosts`` are hosts mpirun
-    does not know yet (``add-host``). Both empty: spawn where mpirun sees fit.
+    ``hosts`` are the hosts of the new allocation in rank order, each ``"host"`` (one
+    process) or ``"host:k"`` (k processes); the first must be where rank 0 and
+    mpirun run (the batch host). Empty: spawn where mpirun sees fit.
     """
 
     target: int
     hosts: tuple[str, ...] = ()
-    add_hosts: tuple[str, ...] = ()
     mandatory: bool = False
     seq: int = 0
     """The runner's number for this offer (0 for local sources)."""
