@@ -67,6 +67,7 @@ def test_file_channel_round_trip(tmp_path: Path) -> None:
     channel = FileChannel(tmp_path)
     point = Point(7, 2, P)
     assert channel.poll(point) is None
+    assert json.loads((tmp_path / "progress.json").read_text())["iteration"] == 7
     offer = Offer(4, ("a", "b", "c", "d"), seq=1)
     write_json(tmp_path / "offer.json", offer_to_json(offer))
     assert channel.poll(point) == offer

@@ -16,6 +16,10 @@ answers:
     is over (or failed, with ``error``); the old processes have left.
 ``request-<n>.json`` (application)
     ``{"n": 1, "target": 8, "iteration": 40}``: the application asks for a size itself.
+``exit`` (the batch script)
+    mpirun's exit code, once it has ended.
+``progress.json`` (application)
+    ``{"iteration": 40, "size": 4, "time": ...}``: rewritten at every check.
 ``events.jsonl`` (application)
     one JSON object per line: ``start``, ``resize`` and ``finish`` events with the
     iteration, the size and the time, for the runner's per-phase report.
@@ -38,6 +42,7 @@ logger = logging.getLogger(__name__)
 
 OFFER = "offer.json"
 EVENTS = "events.jsonl"
+PROGRESS = "progress.json"
 
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:
@@ -88,6 +93,8 @@ class FileChannel:
         self.directory = Path(self.directory)
 
     def poll(self, point: Point) -> Offer | None:
+        write_json(self.directory / PROGRESS, {"iteration": point.iteration, "size": point.size,
+                                               "time": time.time()})
         data = read_json(self.directory / OFFER)
         if data is None:
             return None

@@ -114,6 +114,7 @@ class Malleable:
         self.outcome = Outcome.CONTINUE
         self.phases: list[dict[str, Any]] = []
         self.started = time.time()
+        self.finished = False
 
     @property
     def rank(self) -> int:
@@ -280,7 +281,7 @@ class Malleable:
         return self.source.request(target, iteration) if self.rank == 0 else 0
 
     def finish(self, iteration: int, **extra: Any) -> list[dict[str, Any]]:
-        """Record the end; return the phases.
+        """Record the end (once); return the phases.
 
         Each phase has its ``size``, first ``iteration`` and ``end_iteration``, its
         ``time`` of start (epoch seconds), the ``reconfig_seconds`` the resize into it
@@ -288,7 +289,9 @@ class Malleable:
         ``spawn_seconds`` to start them) and the ``seconds`` it computed (up to the
         next decision).
         """
-        self._record("finish", iteration, **extra)
+        if not self.finished:
+            self.finished = True
+            self._record("finish", iteration, **extra)
         end = {"iteration": iteration, "time": time.time(), "reconfig_seconds": 0.0}
         phases = []
         for this, nxt in zip(self.phases, [*self.phases[1:], end], strict=True):

@@ -1,0 +1,349 @@
+"""One malleable MPI job on a Slurm site: its allocation and its processes kept in step.
+
+:class:`MpiJob` submits the batch script of :mod:`malleable.runner.launch`, then
+relays resizes between Slurm and the application (one process per node):
+
+* **grow**: expand the Slurm allocation first (a helper allocation merged into the
+  job, :class:`~malleable.adapters.slurm.resize.Resizer`), stage the program on the
+  new nodes, offer the new total to the application with the hosts in rank order,
+  and give back at once the nodes it does not take (``scontrol update
+  NodeList=...``);
+* **shrink**: ask the application first; once its new, smaller process set has
+  taken over (``done-SEQ.json``) the old processes have left the released nodes,
+  and the allocation shrinks to the nodes still used.
+
+The offers, answers and completions go through the application's file channel
+(:mod:`malleable.mpi.channel`) in the run directory on the batch host. An offer
+the application does not answer in time is withdrawn with a new offer of its
+current size; whichever of the two it answers decides.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from malleable.adapters.slurm import meta
+from malleable.adapters.slurm.ctl import SlurmCtl
+from malleable.adapters.slurm.resize import Outcome, Resizer
+from malleable.errors import ExternalError
+from malleable.runner.launch import Launch, batch_script
+from malleable.runner.nodes import NodeShell
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What one resize did: process counts and allocation before and after, and why."""
+
+    before: int
+    after: int
+    nodes_after: int
+    seconds: float
+    error: str = ""
+
+    @property
+    def delta(self) -> int:
+        return self.after - self.before
+
+
+@dataclass
+class MpiJob:
+    """A malleable MPI program running as one Slurm job (see the module docstring)."""
+
+    ctl: SlurmCtl
+    shell: NodeShell
+    launch: Launch
+    resizer: Resizer | None = None
+    answer_timeout: float = 120.0
+    done_timeout: float = 300.0
+    poll: float = 0.5
+    rejoin_gap: float = 1.5
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    slurm_id: int | None = None
+    batch: str = ""
+    nodes: list[tuple[str, str]] = field(default_factory=list)
+    """(Slurm node, MPI host) per process, rank order: the batch host first."""
+    seen: set[str] = field(default_factory=set)
+    seq: int = 0
+    requests_seen: int = 0
+    _released_at: float = -1e9
+
+    def __post_init__(self) -> None:
+        if self.resizer is None:
+            self.resizer = Resizer(self.ctl)
+
+    # ------------------------------------------------------------ paths
+
+    @property
+    def run_dir(self) -> str:
+        if self.slurm_id is None:
+            raise ExternalError("the job has not been submitted")
+        return self.launch.run_dir(self.slurm_id)
+
+    def _ch(self, name: str) -> str:
+        return f"{self.run_dir}/ch/{name}"
+
+    @property
+    def size(self) -> int:
+        return len(self.nodes)
+
+    # ------------------------------------------------------------ start
+
+    def submit(self, size: int, options: Sequence[str] = ()) -> int:
+        """sbatch the program on ``size`` nodes (whole nodes); the Slurm job id."""
+        argv = [f"--nodes={size}", "--exclusive", "--no-requeue", *options]
+        self.slurm_id = self.ctl.submit(argv, batch_script(self.launch))
+        logger.info("submitted %s as Slurm job %d on %d nodes", self.launch.program,
+                    self.slurm_id, size)
+        return self.slurm_id
+
+    def wait_started(self, timeout: float) -> None:
+        """Wait until the job runs and its batch script has listed the nodes."""
+        deadline = self.clock() + timeout
+        while self.clock() < deadline:
+            fields = self.job_fields()
+            state = fields.get("JobState", "")
+            if state in ("RUNNING", "RESIZING") and fields.get("BatchHost"):
+                self.batch = fields["BatchHost"]
+                listed = self.shell.read(self.batch, f"{self.run_dir}/nodes")
+                if listed:
+                    self.nodes = [_pair(line) for line in listed.splitlines() if line.strip()]
+                    self.seen.update(n for n, _ in self.nodes)
+                    return
+            elif state and state not in ("PENDING", "CONFIGURING"):
+                raise ExternalError(f"job {self.slurm_id} is {state} before it started: "
+                                    f"{fields.get('Reason', '')}")
+            self.sleep(self.poll)
+        raise ExternalError(f"job {self.slurm_id} did not start within {timeout:.0f} s")
+
+    def job_fields(self) -> dict[str, str]:
+        """``scontrol -o show job`` as a dict ({} once Slurm forgot the job)."""
+        result = self.shell.run(None, ["scontrol", "-o", "show", "job", str(self.slurm_id)],
+                                check=False)
+        return parse_fields(result.stdout) if result.rc == 0 else {}
+
+    # ------------------------------------------------------------ reading the channel
+
+    def progress(self) -> dict[str, Any] | None:
+        return self.shell.read_json(self.batch, self._ch("progress.json"))
+
+    def events(self) -> list[dict[str, Any]]:
+        text = self.shell.read(self.batch, self._ch("events.jsonl")) or ""
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def result(self) -> dict[str, Any] | None:
+        return self.shell.read_json(self.batch, f"{self.run_dir}/result.json")
+
+    def exit_code(self) -> int | None:
+        text = self.shell.read(self.batch, self._ch("exit"))
+        return int(text.strip()) if text and text.strip().lstrip("-").isdigit() else None
+
+    def ended(self) -> bool:
+        """Whether mpirun has ended or Slurm no longer runs the job."""
+        if self.exit_code() is not None:
+            return True
+        return self.job_fields().get("JobState", "") not in ("RUNNING", "RESIZING", "PENDING",
+                                                             "CONFIGURING")
+
+    def requests(self) -> list[dict[str, Any]]:
+        """Requests the application made since the last call (application-initiated)."""
+        found: list[dict[str, Any]] = []
+        while True:
+            data = self.shell.read_json(self.batch, self._ch(f"request-{self.requests_seen + 1}"
+                                                             ".json"))
+            if data is None:
+                return found
+            self.requests_seen += 1
+            found.append(data)
+
+    # ------------------------------------------------------------ offers
+
+    def _offer(self, target: int, nodes: Sequence[tuple[str, str]], mandatory: bool) -> int:
+        """Offer ``target`` processes on ``nodes``; the size the application accepted."""
+        self.seq += 1
+        seq = self.seq
+        hosts = [host for _, host in nodes]
+        self.shell.write_json(self.batch, self._ch("offer.json"),
+                              {"seq": seq, "target": target, "hosts": hosts,
+                               "mandatory": mandatory})
+        answer = self._wait_file(f"answer-{seq}.json", self.answer_timeout)
+        if answer is not None:
+            return int(answer["accepted"])
+        return self._withdraw(seq)
+
+    def _withdraw(self, seq: int) -> int:
+        """Offer the current size instead; the answer to whichever offer comes first."""
+        self.seq += 1
+        logger.warning("job %s: no answer to offer %d in %.0f s: withdrawing it",
+                       self.slurm_id, seq, self.answer_timeout)
+        self.shell.write_json(self.batch, self._ch("offer.json"),
+                              {"seq": self.seq, "target": self.size,
+                               "hosts": [h for _, h in self.nodes], "mandatory": False})
+        deadline = self.clock() + self.answer_timeout
+        while self.clock() < deadline and not self.ended():
+            first = self.shell.read_json(self.batch, self._ch(f"answer-{seq}.json"))
+            if first is not None:
+                return int(first["accepted"])
+            if self.shell.read_json(self.batch, self._ch(f"answer-{self.seq}.json")):
+                return self.size
+            self.sleep(self.poll)
+        return self.size
+
+    def _wait_file(self, name: str, timeout: float) -> dict[str, Any] | None:
+        deadline = self.clock() + timeout
+        while True:
+            data = self.shell.read_json(self.batch, self._ch(name))
+            if data is not None or self.clock() >= deadline or self.ended():
+                return data
+            self.sleep(self.poll)
+
+    def _await_done(self) -> dict[str, Any]:
+        done = self._wait_file(f"done-{self.seq}.json", self.done_timeout)
+        if done is None:
+            return {"size": self.size, "error": "no completion report (did the job end?)"}
+        return done
+
+    # ------------------------------------------------------------ allocation
+
+    def allocation(self) -> list[str]:
+        """The job's nodes as Slurm has them now."""
+        return self.shell.hostnames(self.job_fields().get("NodeList", ""))
+
+    def _release(self, keep: Sequence[str]) -> None:
+        """Shrink the allocation to ``keep`` (nodes the processes no longer use go back)."""
+        have = self.allocation()
+        if not have or set(have) <= set(keep):
+            return
+        self.shell.run(None, ["scontrol", "update", f"JobId={self.slurm_id}",
+                              f"NodeList={','.join(keep)}"], check=False)
+        self._released_at = self.clock()
+        deadline = self.clock() + 10.0
+        while set(self.allocation()) != set(keep) and self.clock() < deadline:
+            self.sleep(0.2)
+        if set(self.allocation()) != set(keep):
+            raise ExternalError(f"job {self.slurm_id}: Slurm did not shrink to {list(keep)}")
+
+    def _expand(self, target: int) -> list[str]:
+        """Grow the allocation toward ``target`` nodes; the nodes added (maybe none)."""
+        wait = self.rejoin_gap - (self.clock() - self._released_at)
+        if wait > 0:  # a node leaving and rejoining at once breaks the job's credential
+            self.sleep(wait)
+        if self.resizer is None or self.slurm_id is None:
+            raise ExternalError("the job has not been submitted")
+        result = self.resizer.expand(self.slurm_id, target)
+        if result.outcome is Outcome.REFUSED:
+            logger.info("job %s: expansion refused: %s", self.slurm_id, result.reason)
+            return []
+        have = {n for n, _ in self.nodes}
+        return [n for n in self.shell.hostnames(result.nodes_after) if n not in have]
+
+    # ------------------------------------------------------------ resizes
+
+    def grow(self, extra: int) -> Change:
+        """Allocate up to ``extra`` more nodes and offer them; give back what is declined."""
+        began, before = self.clock(), list(self.nodes)
+        added = self._expand(len(before) + extra)
+        if not added:
+            return Change(len(before), len(before), len(before), self.clock() - began,
+                          "no nodes added")
+        fresh = [(n, self.shell.stage(n, f"{self.run_dir}/{self.launch.program}",
+                                      self.launch.source)) for n in added]
+        self.seen.update(added)
+        accepted = self._offer(len(before) + len(fresh), before + fresh, False)
+        error = ""
+        if accepted != len(before):
+            done = self._await_done()
+            error = str(done.get("error", ""))
+            accepted = int(done.get("size", len(before)))
+        self.nodes = (before + fresh)[:accepted] if accepted > len(before) else before
+        self._release([n for n, _ in self.nodes])
+        return Change(len(before), self.size, len(self.allocation()), self.clock() - began,
+                      error)
+
+    def shrink(self, amount: int, mandatory: bool = False) -> Change:
+        """Ask the application to leave ``amount`` nodes; then shrink the allocation."""
+        began, before = self.clock(), list(self.nodes)
+        target = max(1, len(before) - amount)
+        accepted = self._offer(target, before[:target], mandatory)
+        error = ""
+        if accepted < len(before):
+            done = self._await_done()
+            error = str(done.get("error", ""))
+            accepted = int(done.get("size", len(before)))
+        if accepted < len(before):
+            self.nodes = before[:accepted]
+            self._release([n for n, _ in self.nodes])
+        elif mandatory:
+            error = error or f"the application declined a mandatory shrink to {target}"
+        return Change(len(before), self.size, len(self.allocation()), self.clock() - began,
+                      error)
+
+    def resize_to(self, target: int) -> Change:
+        """Grow or shrink to ``target`` processes (the demo's schedule)."""
+        if target > self.size:
+            return self.grow(target - self.size)
+        if target < self.size:
+            return self.shrink(self.size - target)
+        return Change(self.size, self.size, len(self.allocation()), 0.0)
+
+    # ------------------------------------------------------------ the end
+
+    def wait_finished(self, timeout: float) -> int:
+        """Wait for mpirun's exit code (the batch script writes it)."""
+        deadline = self.clock() + timeout
+        while self.clock() < deadline:
+            code = self.exit_code()
+            if code is not None:
+                return code
+            if self.ended():
+                raise ExternalError(f"job {self.slurm_id} ended without an exit code: "
+                                    f"{self.job_fields().get('JobState', 'gone')}")
+            self.sleep(self.poll)
+        raise ExternalError(f"job {self.slurm_id} did not finish within {timeout:.0f} s")
+
+    def cancel(self, timeout: float = 60.0) -> list[str]:
+        """scancel the job and its helper allocations; the processes left behind (none)."""
+        if self.slurm_id is None:
+            return []
+        self.ctl.cancel(self.slurm_id)
+        for job in self.ctl.poll().jobs:
+            tag = meta.decode(job.comment)
+            if tag is not None and tag.helper_for == self.slurm_id and not job.state.finished:
+                self.ctl.cancel(job.job_id)
+        deadline = self.clock() + timeout
+        while self.clock() < deadline:
+            if self.job_fields().get("JobState", "CANCELLED") not in ("RUNNING", "RESIZING",
+                                                                       "COMPLETING"):
+                left = self.leftovers()
+                if not left:
+                    return []
+            self.sleep(self.poll)
+        return self.leftovers()
+
+    def leftovers(self) -> list[str]:
+        """Processes of this run still alive on any node the job ever had."""
+        needle = self.run_dir
+        return [f"{node}: {line}" for node in sorted(self.seen)
+                for line in self.shell.processes(node, needle)]
+
+
+def parse_fields(text: str) -> dict[str, str]:
+    """``Key=Value`` tokens of one ``scontrol -o`` line (values without spaces)."""
+    fields: dict[str, str] = {}
+    for token in text.split():
+        key, sep, value = token.partition("=")
+        if sep and key not in fields:
+            fields[key] = value
+    return fields
+
+
+def _pair(line: str) -> tuple[str, str]:
+    node, _, host = line.strip().partition(" ")
+    return node, host or node

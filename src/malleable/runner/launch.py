@@ -1,0 +1,88 @@
+"""The batch script that starts a malleable MPI program inside its Slurm job (pure).
+
+The script runs on the batch host. It writes the program (carried in the script,
+base64) into a run directory ``WORKDIR/JOBID``, stages it on every node of the
+job, writes ``nodes`` (node name and host name per line, batch host first) and a
+``hostfile`` (one line per rank), and starts ``mpirun`` there, inside the job:
+
+* ``--mca plm rsh``: with the Slurm launcher, processes spawned onto added hosts
+  silently run on the first node;
+* ``--mca ras ^slurm`` with ``--hostfile`` and ``--mca rmaps seq``: mpirun places
+  rank i on line i, on the hosts the runner tells it (not Slurm's view);
+* ``--mca btl tcp,self`` and the TCP interface: the old and the new process sets
+  are separate MPI jobs that talk over TCP; shared memory between daemons of
+  emulated nodes in one container crashes, so it is left out by default.
+
+When mpirun ends, its exit code goes to ``ch/exit``.
+"""
+
+from __future__ import annotations
+
+import base64
+import shlex
+from dataclasses import dataclass, field
+
+RUN_ROOT = "/tmp/malleable-run"
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """What to run: a program's file name and text, its arguments and MPI settings."""
+
+    program: str
+    source: str
+    args: tuple[str, ...] = ()
+    python: str = "python3"
+    interface: str | None = "eth0"
+    btl: str = "tcp,self"
+    workdir: str = RUN_ROOT
+    mca: tuple[tuple[str, str], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not self.program or "/" in self.program or self.program.startswith("."):
+            raise ValueError(f"program name {self.program!r} must be a plain file name")
+
+    def run_dir(self, job_id: int) -> str:
+        return f"{self.workdir}/{job_id}"
+
+    def mpirun_options(self) -> list[str]:
+        options = ["--oversubscribe", "--mca", "plm", "rsh", "--mca", "ras", "^slurm",
+                   "--mca", "rmaps", "seq", "--mca", "btl", self.btl]
+        if self.interface:
+            options += ["--mca", "btl_tcp_if_include", self.interface,
+                        "--mca", "oob_tcp_if_include", self.interface]
+        for key, value in self.mca:
+            options += ["--mca", key, value]
+        return options
+
+
+_TEMPLATE = r"""#!/bin/bash
+# malleable runner: {program} under mpirun, resizable through $D/ch
+set -u
+D={workdir}/$SLURM_JOB_ID
+mkdir -p "$D/ch"
+base64 -d > "$D/{program}" <<'MALLEABLE_PROGRAM_END'
+{payload}
+MALLEABLE_PROGRAM_END
+: > "$D/nodes.tmp"; : > "$D/hostfile"
+OTHERS=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | grep -vx "$SLURMD_NODENAME")
+for n in "$SLURMD_NODENAME" $OTHERS; do
+  h=$(ssh -o BatchMode=yes "$n" "mkdir -p '$D' && cat > '$D/{program}' && hostname" \
+      < "$D/{program}") || exit 97
+  echo "$n $h" >> "$D/nodes.tmp"; echo "$h" >> "$D/hostfile"
+done
+mv "$D/nodes.tmp" "$D/nodes"
+mpirun {options} --hostfile "$D/hostfile" -n "$(wc -l < "$D/hostfile")" \
+  {python} "$D/{program}" --channel "$D/ch" --result "$D/result.json" {args}
+rc=$?
+echo "$rc" > "$D/ch/exit"
+exit "$rc"
+"""
+
+
+def batch_script(launch: Launch) -> str:
+    """The bash batch script for ``launch`` (goes to sbatch on stdin)."""
+    payload = base64.encodebytes(launch.source.encode()).decode().strip()
+    return _TEMPLATE.format(workdir=shlex.quote(launch.workdir), program=launch.program,
+                            payload=payload, options=shlex.join(launch.mpirun_options()),
+                            python=shlex.quote(launch.python), args=shlex.join(launch.args))

@@ -1,0 +1,254 @@
+"""The runner's logic against a fake site (Slurm commands, nodes' files and an application
+that answers offers), and the batch script it submits. The real thing runs in
+tests/integration/test_app_*.py on the testbed."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from malleable.adapters.runner import Result
+from malleable.adapters.slurm.parse import SlurmJob
+from malleable.adapters.slurm.resize import Outcome, ResizeResult
+from malleable.errors import ExternalError
+from malleable.model import SizeRule
+from malleable.runner.job import MpiJob, parse_fields
+from malleable.runner.launch import Launch, batch_script
+from malleable.runner.nodes import NodeShell
+
+NODES = ["n1", "n2", "n3", "n4", "n5", "n6"]
+HOST = {"n1": "c0", "n2": "c0", "n3": "c1", "n4": "c1", "n5": "c2", "n6": "c2"}
+
+
+@dataclass
+class FakeSite:
+    """A Slurm site with one job, nodes with files, and an application behind the channel."""
+
+    free: list[str] = field(default_factory=lambda: NODES[2:])
+    alloc: list[str] = field(default_factory=lambda: NODES[:2])
+    files: dict[tuple[str, str], str] = field(default_factory=dict)
+    state: str = "RUNNING"
+    rule: SizeRule = SizeRule.ANY
+    app_size: int = 2
+    answers: bool = True
+    spawn_error: str = ""
+    log: list[list[str]] = field(default_factory=list)
+    cancelled: list[int] = field(default_factory=list)
+
+    # the CommandRunner protocol
+    def run(self, argv: Sequence[str], timeout: float, *, input: str | None = None,
+            check: bool = True) -> Result:
+        argv = list(argv)
+        self.log.append(argv)
+        if argv[0] == "ssh":
+            return self.on_node(argv[3], shlex.split(argv[4]), input)
+        if argv[:3] == ["scontrol", "-o", "show"]:
+            return self.show()
+        if argv[:3] == ["scontrol", "show", "hostnames"]:
+            return Result(0, "\n".join(argv[3].split(",")) + "\n", "")
+        if argv[:2] == ["scontrol", "update"]:
+            keep = argv[3].removeprefix("NodeList=").split(",")
+            self.free += [n for n in self.alloc if n not in keep]
+            self.alloc = [n for n in self.alloc if n in keep]
+            return Result(0, "", "")
+        raise AssertionError(f"unexpected command {argv}")
+
+    def close(self) -> None:
+        pass
+
+    def show(self) -> Result:
+        if self.state == "GONE":
+            return Result(1, "", "Invalid job id specified")
+        return Result(0, f"JobId=7 JobState={self.state} BatchHost=n1 "
+                         f"NodeList={','.join(self.alloc)} NumNodes={len(self.alloc)}\n", "")
+
+    def on_node(self, node: str, argv: list[str], data: str | None) -> Result:
+        host = HOST[node]
+        if argv[0] == "cat":
+            text = self.files.get((host, argv[1]))
+            return Result(0, text, "") if text is not None else Result(1, "", "no such file")
+        if argv[:2] == ["sh", "-c"]:
+            self.files[(host, argv[4])] = data or ""
+            if argv[4].endswith("/offer.json"):
+                self.app_reads(json.loads(data or "{}"))
+            return Result(0, host + "\n" if "hostname" in argv[2] else "", "")
+        if argv[0] == "ps":
+            return Result(0, "", "")
+        raise AssertionError(f"unexpected node command {argv}")
+
+    def app_reads(self, offer: dict[str, Any]) -> None:
+        """The application at its next reconfiguration point."""
+        if not self.answers:
+            return
+        ch = "/tmp/malleable-run/7/ch"
+        target = offer["target"]
+        if target > self.app_size:
+            new = self.rule.largest_fit(min(target, len(offer["hosts"])))
+            new = new if new > self.app_size else self.app_size
+        else:
+            new = self.rule.largest_fit(target) if target < self.app_size else self.app_size
+        self.files[("c0", f"{ch}/answer-{offer['seq']}.json")] = json.dumps(
+            {"seq": offer["seq"], "accepted": new})
+        if new != self.app_size:
+            size = self.app_size if self.spawn_error else new
+            self.files[("c0", f"{ch}/done-{offer['seq']}.json")] = json.dumps(
+                {"seq": offer["seq"], "size": size, "error": self.spawn_error})
+            self.app_size = size
+
+
+@dataclass
+class FakeResizer:
+    site: FakeSite
+
+    def expand(self, job_id: int, target: int) -> ResizeResult:
+        take = self.site.free[:target - len(self.site.alloc)]
+        self.site.free = self.site.free[len(take):]
+        self.site.alloc += take
+        outcome = Outcome.REFUSED if not take else Outcome.DONE
+        return ResizeResult(job_id, 0, target, len(self.site.alloc), outcome,
+                            nodes_after=",".join(self.site.alloc))
+
+
+@dataclass
+class FakeCtl:
+    site: FakeSite
+    submitted: list[tuple[list[str], str]] = field(default_factory=list)
+
+    def submit(self, options: Sequence[str], script: str) -> int:
+        self.submitted.append((list(options), script))
+        return 7
+
+    def cancel(self, job_id: int) -> Result:
+        self.site.cancelled.append(job_id)
+        self.site.state = "CANCELLED"
+        return Result(0, "", "")
+
+    def poll(self) -> Any:
+        helper = SlurmJob(8, "m.helper", "PENDING", 1,
+                          comment='{"malleable":1,"run":"x","helper_for":7}')
+        return type("Poll", (), {"jobs": (helper,), "nodes": ()})()
+
+
+def started_job(site: FakeSite, **options: Any) -> tuple[MpiJob, FakeCtl]:
+    ctl = FakeCtl(site)
+    job = MpiJob(ctl, NodeShell(site), Launch("app.py", "print('hi')\n"),  # type: ignore[arg-type]
+                 resizer=FakeResizer(site), sleep=lambda s: None, poll=0.0,  # type: ignore[arg-type]
+                 rejoin_gap=0.0, **options)
+    job.submit(2)
+    site.files[("c0", "/tmp/malleable-run/7/nodes")] = "n1 c0\nn2 c0\n"
+    job.wait_started(5)
+    return job, ctl
+
+
+def test_batch_script_starts_mpirun_inside_the_job_with_the_traps_avoided() -> None:
+    script = batch_script(Launch("jacobi.py", "print('x')\n", ("--size", "64")))
+    assert "--mca plm rsh" in script and "--mca ras '^slurm'" in script
+    assert "--mca rmaps seq" in script and "--mca btl tcp,self" in script
+    assert "btl_tcp_if_include eth0" in script
+    assert 'base64 -d > "$D/jacobi.py"' in script and "cHJpbnQoJ3gnKQo=" in script
+    assert '--channel "$D/ch" --result "$D/result.json" --size 64' in script
+    assert 'echo "$rc" > "$D/ch/exit"' in script
+    with pytest.raises(ValueError, match="plain file name"):
+        Launch("../x.py", "")
+
+
+def test_parse_fields_reads_scontrol_one_liners() -> None:
+    fields = parse_fields("JobId=7 JobName=x JobState=RUNNING Reason=None BatchHost=n1 "
+                          "NodeList=n[1-2]\n")
+    assert fields["BatchHost"] == "n1" and fields["NodeList"] == "n[1-2]"
+
+
+def test_start_reads_the_nodes_the_batch_script_listed() -> None:
+    site = FakeSite()
+    job, ctl = started_job(site)
+    assert job.batch == "n1" and job.nodes == [("n1", "c0"), ("n2", "c0")]
+    assert "--nodes=2" in ctl.submitted[0][0] and "--exclusive" in ctl.submitted[0][0]
+
+
+def test_grow_allocates_first_then_offers_hosts_in_rank_order() -> None:
+    site = FakeSite()
+    job, _ = started_job(site)
+    change = job.grow(2)
+    assert (change.before, change.after, change.nodes_after, change.error) == (2, 4, 4, "")
+    offer = json.loads(site.files[("c0", "/tmp/malleable-run/7/ch/offer.json")])
+    assert offer["hosts"] == ["c0", "c0", "c1", "c1"] and offer["target"] == 4
+    assert ("c1", "/tmp/malleable-run/7/app.py") in site.files  # program staged on new nodes
+    assert job.nodes[2:] == [("n3", "c1"), ("n4", "c1")]
+
+
+def test_power_of_two_application_offered_5_takes_4_and_the_fifth_node_goes_back() -> None:
+    site = FakeSite(rule=SizeRule.POW2)
+    job, _ = started_job(site)
+    change = job.grow(3)
+    assert (change.after, change.nodes_after) == (4, 4)
+    assert site.alloc == ["n1", "n2", "n3", "n4"] and "n5" in site.free
+
+
+def test_declined_or_failed_grow_gives_every_new_node_back() -> None:
+    site = FakeSite(spawn_error="spawn failed: no slots")
+    job, _ = started_job(site)
+    change = job.grow(2)
+    assert change.after == 2 and change.error == "spawn failed: no slots"
+    assert site.alloc == ["n1", "n2"]
+
+
+def test_shrink_asks_the_application_first_then_releases_the_nodes() -> None:
+    site = FakeSite()
+    job, _ = started_job(site)
+    job.grow(2)
+    change = job.shrink(3)
+    assert (change.before, change.after, change.nodes_after) == (4, 1, 1)
+    assert site.alloc == ["n1"]  # the batch host stays
+    updates = [a for a in site.log if a[:2] == ["scontrol", "update"]]
+    assert updates[-1][-1] == "NodeList=n1"
+
+
+def test_unanswered_offer_is_withdrawn_and_a_mandatory_shrink_reports_failure() -> None:
+    site = FakeSite(answers=False)
+    job, _ = started_job(site, answer_timeout=0.05)
+    site.files[("c0", "/tmp/malleable-run/7/ch/answer-2.json")] = '{"accepted": 2}'
+    change = job.shrink(1, mandatory=True)
+    assert change.after == 2 and "declined a mandatory shrink" in change.error
+    withdrawal = json.loads(site.files[("c0", "/tmp/malleable-run/7/ch/offer.json")])
+    assert withdrawal == {"seq": 2, "target": 2, "hosts": ["c0", "c0"], "mandatory": False}
+
+
+def test_refused_expansion_changes_nothing() -> None:
+    site = FakeSite(free=[])
+    job, _ = started_job(site)
+    assert job.grow(2).error == "no nodes added"
+
+
+def test_cancel_ends_the_job_and_its_helper_allocations() -> None:
+    site = FakeSite()
+    job, _ = started_job(site)
+    assert job.cancel(timeout=1.0) == []
+    assert site.cancelled == [7, 8]
+
+
+def test_requests_events_result_and_exit_code_come_from_the_channel() -> None:
+    site = FakeSite()
+    job, _ = started_job(site)
+    ch = "/tmp/malleable-run/7/ch"
+    site.files[("c0", f"{ch}/request-1.json")] = '{"n": 1, "target": 4}'
+    assert [r["target"] for r in job.requests()] == [4]
+    assert job.requests() == []
+    site.files[("c0", f"{ch}/events.jsonl")] = '{"event": "start", "size": 2}\n'
+    assert job.events() == [{"event": "start", "size": 2}]
+    site.files[("c0", "/tmp/malleable-run/7/result.json")] = '{"checksum": 1.5}'
+    site.files[("c0", f"{ch}/exit")] = "0\n"
+    assert job.result() == {"checksum": 1.5} and job.wait_finished(1) == 0
+
+
+def test_a_job_that_fails_before_starting_is_reported() -> None:
+    site = FakeSite(state="FAILED")
+    job = MpiJob(FakeCtl(site), NodeShell(site), Launch("a.py", ""),  # type: ignore[arg-type]
+                 resizer=FakeResizer(site), sleep=lambda s: None)  # type: ignore[arg-type]
+    job.submit(2)
+    with pytest.raises(ExternalError, match="FAILED before it started"):
+        job.wait_started(1)
