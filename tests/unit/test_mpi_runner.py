@@ -152,7 +152,7 @@ def test_batch_script_starts_mpirun_inside_the_job_with_the_traps_avoided() -> N
     assert "btl_tcp_if_include eth0" in script
     assert 'base64 -d > "$D/jacobi.py"' in script and "cHJpbnQoJ3gnKQo=" in script
     assert '--channel "$D/ch" --result "$D/result.json" --size 64' in script
-    assert 'echo "$rc" > "$D/ch/exit"' in script
+    assert 'echo "$rc" > "$D/ch/exit"' in script and '[ -s "$D/result.json" ]' in script
     with pytest.raises(ValueError, match="plain file name"):
         Launch("../x.py", "")
 

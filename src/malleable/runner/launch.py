@@ -13,7 +13,10 @@ job, writes ``nodes`` (node name and host name per line, batch host first) and a
   are separate MPI jobs that talk over TCP; shared memory between daemons of
   emulated nodes in one container crashes, so it is left out by default.
 
-When mpirun ends, its exit code goes to ``ch/exit``.
+When mpirun ends, its exit code goes to ``ch/mpirun_rc`` and the job's outcome to
+``ch/exit``: mpirun's code, except that a program which wrote its result counts as
+a success (Open MPI 4.1.4's mpirun can crash in its teardown, in hwloc, after
+daemons were added to it at run time; the program is done by then).
 """
 
 from __future__ import annotations
@@ -75,6 +78,13 @@ mv "$D/nodes.tmp" "$D/nodes"
 mpirun {options} --hostfile "$D/hostfile" -n "$(wc -l < "$D/hostfile")" \
   {python} "$D/{program}" --channel "$D/ch" --result "$D/result.json" {args}
 rc=$?
+echo "$rc" > "$D/ch/mpirun_rc"
+if [ "$rc" -ne 0 ] && [ -s "$D/result.json" ]; then
+  # Open MPI 4.1 may crash in its own teardown after daemons were added at run time,
+  # once the program has finished and written its result: the program's outcome counts.
+  echo "malleable: mpirun exited with $rc after the program finished; counting success" >&2
+  rc=0
+fi
 echo "$rc" > "$D/ch/exit"
 exit "$rc"
 """
