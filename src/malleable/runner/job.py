@@ -176,6 +176,9 @@ class MpiJob:
         answer = self._wait_file(f"answer-{seq}.json", self.answer_timeout)
         if answer is not None:
             return int(answer["accepted"])
+        if self.ended():
+            logger.info("job %s ended before answering offer %d", self.slurm_id, seq)
+            return self.size
         return self._withdraw(seq)
 
     def _withdraw(self, seq: int) -> int:
@@ -218,9 +221,10 @@ class MpiJob:
 
     def _release(self, keep: Sequence[str]) -> None:
         """Shrink the allocation to ``keep`` (nodes the processes no longer use go back)."""
-        have = self.allocation()
-        if not have or set(have) <= set(keep):
-            return
+        fields = self.job_fields()
+        have = self.shell.hostnames(fields.get("NodeList", ""))
+        if fields.get("JobState") not in ("RUNNING", "RESIZING") or set(have) <= set(keep):
+            return  # nothing to give back (or the job is over: Slurm took everything)
         self.shell.run(None, ["scontrol", "update", f"JobId={self.slurm_id}",
                               f"NodeList={','.join(keep)}"], check=False)
         self._released_at = self.clock()
@@ -303,6 +307,9 @@ class MpiJob:
             if code is not None:
                 return code
             if self.ended():
+                code = self.exit_code()  # it may have come between the two reads
+                if code is not None:
+                    return code
                 raise ExternalError(f"job {self.slurm_id} ended without an exit code: "
                                     f"{self.job_fields().get('JobState', 'gone')}")
             self.sleep(self.poll)

@@ -1,0 +1,157 @@
+"""A Slurm site whose malleable jobs are real MPI programs: the manager's view of the runner.
+
+:class:`MpiSite` is a :class:`~malleable.adapters.base.ResourceManager`. It wraps a
+:class:`~malleable.adapters.slurm.cluster.SlurmCluster` (observation, events,
+submission, cancellation) and hands the jobs whose application is an MPI program
+(``JobSpec.app == "mpi:NAME"``) to an :class:`~malleable.runner.job.MpiJob`:
+
+* ``offer_grow`` expands the allocation, offers the new nodes to the program and
+  returns what it accepted (the rest went back to Slurm);
+* ``request_shrink`` asks the program to leave nodes, then shrinks the allocation;
+  a mandatory shrink the program does not honour is logged as failed (0 released);
+* the program's own requests (``request-N.json``) are relayed as voluntary
+  resizes: a request to shrink is carried out at once (the program gives nodes
+  back, as in KOALA), a request to grow is kept and shown to policies as the
+  job's ``feedback["requested"]`` until a grow reaches it.
+
+Other jobs (rigid sleepers...) go to the wrapped cluster unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+from malleable.adapters.base import Capability, JobEvent
+from malleable.adapters.slurm.cluster import SlurmCluster
+from malleable.adapters.slurm.payload import Payload
+from malleable.model import ClusterView, JobSpec
+from malleable.runner.job import MpiJob
+from malleable.runner.launch import Launch, batch_script
+from malleable.runner.nodes import NodeShell
+
+logger = logging.getLogger(__name__)
+
+Programs = Callable[[JobSpec], Launch | None]
+"""Which MPI program a job runs (None: not an MPI job)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MpiPayload(Payload):
+    """The batch script of an MPI job's program; the sleep payload for other jobs."""
+
+    programs: Programs | None = None
+    time_limit: int = 60
+
+    def script(self, spec: JobSpec) -> str:
+        launch = self.programs(spec) if self.programs is not None else None
+        return batch_script(launch) if launch is not None else Payload.script(self, spec)
+
+    def time_limit_minutes(self, spec: JobSpec) -> int:
+        if self.programs is not None and self.programs(spec) is not None:
+            return self.time_limit
+        return Payload.time_limit_minutes(self, spec)
+
+
+@dataclass
+class MpiSite:
+    """A site whose MPI jobs follow their allocation (see the module docstring)."""
+
+    cluster: SlurmCluster
+    shell: NodeShell
+    programs: Programs
+    start_timeout: float = 120.0
+    jobs: dict[str, MpiJob] = field(default_factory=dict)
+    requested: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.cluster.name
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        return self.cluster.capabilities | {Capability.FEEDBACK}
+
+    def observe(self) -> ClusterView:
+        self._relay_requests()
+        view = self.cluster.observe()
+        if not self.requested:
+            return view
+        running = dict(view.running)
+        for job_id, target in self.requested.items():
+            job = running.get(job_id)
+            if job is not None:
+                running[job_id] = replace(job, feedback=MappingProxyType(
+                    {**job.feedback, "requested": float(target)}))
+        return replace(view, running=MappingProxyType(running))
+
+    def drain_events(self) -> Sequence[JobEvent]:
+        return self.cluster.drain_events()
+
+    def start(self, spec: JobSpec, size: int) -> int:
+        granted = self.cluster.start(spec, size)
+        launch = self.programs(spec)
+        slurm_id = self.cluster.slurm_id(spec.id)
+        if granted and launch is not None and slurm_id is not None:
+            self.jobs[spec.id] = MpiJob(self.cluster.ctl, self.shell, launch,
+                                        self.cluster.resizer, slurm_id=slurm_id)
+        return granted
+
+    def _running(self, job_id: str) -> MpiJob | None:
+        job = self.jobs.get(job_id)
+        if job is None:
+            return None
+        if not job.nodes:
+            try:
+                job.wait_started(self.start_timeout)
+            except Exception as exc:  # a job that cannot start cannot be resized
+                logger.warning("%s: MPI job %s not running: %s", self.name, job_id, exc)
+                return None
+        return job
+
+    def offer_grow(self, job_id: str, offer: int) -> int:
+        job = self._running(job_id)
+        if job is None:
+            return self.cluster.offer_grow(job_id, offer) if job_id not in self.jobs else 0
+        change = job.grow(offer)
+        if change.error:
+            logger.warning("%s: growing %s: %s", self.name, job_id, change.error)
+        if job_id in self.requested and job.size >= self.requested[job_id]:
+            del self.requested[job_id]
+        return max(0, change.delta)
+
+    def request_shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
+        job = self._running(job_id)
+        if job is None:
+            if job_id in self.jobs:
+                return 0
+            return self.cluster.request_shrink(job_id, amount, mandatory)
+        change = job.shrink(amount, mandatory)
+        if change.error:
+            level = logging.ERROR if mandatory else logging.INFO
+            logger.log(level, "%s: shrinking %s: %s", self.name, job_id, change.error)
+        return max(0, -change.delta)
+
+    def cancel(self, job_id: str) -> None:
+        job = self.jobs.pop(job_id, None)
+        if job is None:
+            self.cluster.cancel(job_id)
+            return
+        left = job.cancel()
+        if left:
+            logger.error("%s: processes left by %s: %s", self.name, job_id, left)
+
+    def _relay_requests(self) -> None:
+        """The programs' own requests: shrink now, or keep a grow request for the policy."""
+        for job_id, job in list(self.jobs.items()):
+            if not job.nodes or job.ended():
+                continue
+            for request in job.requests():
+                target = int(request.get("target", job.size))
+                if target < job.size:
+                    logger.info("%s: %s asks to shrink to %d", self.name, job_id, target)
+                    job.shrink(job.size - target)
+                elif target > job.size:
+                    self.requested[job_id] = target

@@ -1,0 +1,178 @@
+"""Malleable MPI programs on the real testbed: one site of 6 nodes in 3 containers.
+
+Every allocation is read back through ``docker exec`` (scontrol, sinfo, squeue, ps),
+not through the runner's own SSH connection.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from malleable.adapters.slurm.parse import parse_scontrol_jobs, parse_sinfo_json
+from malleable.adapters.slurm.sites import ctl_for
+from malleable.cli import main
+from malleable.config import SiteConfig, load_config
+from malleable.runner.demo import example_source, run_schedule
+from malleable.runner.job import MpiJob
+from malleable.runner.launch import Launch
+from malleable.runner.nodes import NodeShell
+from malleable.testbed import Site, Testbed, Topology
+from tests.integration.helpers import TestbedFactory, wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+SITE = "app"
+TOPOLOGY = Topology("mpiapp", (Site(SITE, 6, 3),))
+
+
+@pytest.fixture(scope="module")
+def testbed(testbed_factory: TestbedFactory) -> Testbed:
+    return testbed_factory(TOPOLOGY)
+
+
+@pytest.fixture(scope="module")
+def config_file(testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("app") / "clusters.toml"
+    path.write_text(testbed.config_toml())
+    return path
+
+
+@pytest.fixture
+def site(config_file: Path) -> SiteConfig:
+    return load_config(config_file).site(SITE)
+
+
+@pytest.fixture
+def jobs(site: SiteConfig, testbed: Testbed) -> Iterator[list[MpiJob]]:
+    """MpiJobs of a test; cancelled on teardown, and the site checked clean again."""
+    made: list[MpiJob] = []
+    yield made
+    for job in made:
+        job.cancel()
+        job.ctl.runner.close()
+    wait_for(lambda: idle(testbed) == 6, 60, "every node idle again after the test")
+
+
+def new_job(site: SiteConfig, example: str, args: tuple[str, ...], made: list[MpiJob]) -> MpiJob:
+    ctl = ctl_for(site)
+    name, text = example_source(example)
+    job = MpiJob(ctl, NodeShell(ctl.runner), Launch(name, text, args))
+    made.append(job)
+    return job
+
+
+def scontrol(tb: Testbed, job_id: int) -> tuple[str, int]:
+    out = tb.exec(SITE, ["scontrol", "-o", "show", "job", str(job_id)], check=True).stdout
+    job = parse_scontrol_jobs(out)[0]
+    return job.state_raw, job.nodes
+
+
+def idle(tb: Testbed) -> int:
+    return sum(n.idle for n in parse_sinfo_json(tb.exec(SITE, ["sinfo", "--json"],
+                                                        check=True).stdout))
+
+
+def stray_processes(tb: Testbed, needle: str) -> list[str]:
+    found = []
+    for container in (f"{SITE}-c0", f"{SITE}-c1", f"{SITE}-c2"):
+        out = tb.exec(container, ["ps", "-eo", "args="], check=True).stdout
+        found += [f"{container}: {line}" for line in out.splitlines()
+                  if needle in line and not line.startswith("ps ")]
+    return found
+
+
+def wait_progress(job: MpiJob, iteration: int) -> None:
+    wait_for(lambda: int((job.progress() or {}).get("iteration", 0)) >= iteration, 120,
+             f"the program to reach iteration {iteration}")
+
+
+JACOBI = ("--iterations", "60", "--size", "96", "--delay", "0.15", "--max", "6")
+
+
+def test_jacobi_grows_2_to_4_and_shrinks_to_2_with_slurm_following(
+        testbed: Testbed, site: SiteConfig, jobs: list[MpiJob]) -> None:
+    job = new_job(site, "jacobi", JACOBI, jobs)
+    job.submit(2)
+    job.wait_started(120)
+    assert scontrol(testbed, job.slurm_id or 0)[1] == 2
+    wait_progress(job, 15)
+    grow = job.resize_to(4)
+    assert (grow.after, grow.error) == (4, ""), grow
+    assert scontrol(testbed, job.slurm_id or 0)[1] == 4  # the allocation follows
+    wait_for(lambda: (job.progress() or {}).get("size") == 4, 60, "4 processes at work")
+    wait_progress(job, 35)
+    shrink = job.resize_to(2)
+    assert (shrink.after, shrink.error) == (2, ""), shrink
+    assert scontrol(testbed, job.slurm_id or 0)[1] == 2
+    assert job.wait_finished(300) == 0
+    malleable = job.result() or {}
+    assert [p["size"] for p in malleable["phases"]] == [2, 4, 2]
+    fixed = new_job(site, "jacobi", JACOBI, jobs)
+    run = run_schedule(fixed, [2], 60, 300)
+    assert run.exit_code == 0 and [p["size"] for p in run.phases] == [2]
+    assert math.isclose(malleable["checksum"], run.checksum or 0.0, rel_tol=1e-12)
+
+
+def test_fft_offered_5_takes_4_and_the_fifth_node_returns(
+        testbed: Testbed, site: SiteConfig, jobs: list[MpiJob]) -> None:
+    job = new_job(site, "fft", ("--iterations", "40", "--size", "32", "--delay", "0.15",
+                                "--max", "6"), jobs)
+    job.submit(2)
+    job.wait_started(120)
+    wait_progress(job, 5)
+    change = job.grow(3)  # offered 5 nodes in total
+    assert (change.before, change.after, change.error) == (2, 4, ""), change
+    assert scontrol(testbed, job.slurm_id or 0)[1] == 4
+    assert idle(testbed) == 2  # the fifth node went back to the cluster
+    assert job.wait_finished(300) == 0
+    assert [p["size"] for p in (job.result() or {})["phases"]] == [2, 4]
+
+
+def test_cancel_in_the_middle_of_a_reconfiguration_leaves_nothing(
+        testbed: Testbed, site: SiteConfig, jobs: list[MpiJob]) -> None:
+    job = new_job(site, "jacobi", ("--iterations", "400", "--size", "96", "--delay", "0.2",
+                                   "--max", "6"), jobs)
+    job.submit(2)
+    job.wait_started(120)
+    wait_progress(job, 3)
+    grower = threading.Thread(target=job.grow, args=(2,), daemon=True)
+    grower.start()
+    # the moment the program has taken the offer, it is spawning onto the new nodes
+    wait_for(lambda: job.shell.read(job.batch, f"{job.run_dir}/ch/answer-1.json") is not None,
+             120, "the program to accept the offer")
+    other = ctl_for(site)  # a second connection: the grower holds the first
+    try:
+        other.cancel(job.slurm_id or 0)
+    finally:
+        other.runner.close()
+    grower.join(120)
+    wait_for(lambda: not stray_processes(testbed, job.run_dir), 60, "no stray processes")
+    wait_for(lambda: idle(testbed) == 6, 60, "no leaked nodes")
+    queue = testbed.exec(SITE, ["squeue", "-h", "-o", "%i %j %T"], check=True).stdout
+    assert queue.strip() == ""  # neither the job nor a helper allocation
+
+
+def test_app_demo_command_prints_phases_and_the_checksum(
+        config_file: Path, jobs: list[MpiJob], capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["app", "demo", "cg", "--config", str(config_file), "--site", SITE,
+                 "--schedule", "2,3,1", "--fixed", "2", "--iterations", "45", "--size", "64",
+                 "--delay", "0.2"])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    assert "malleable vs fixed: same checksum" in out
+    assert out.count("checksum:") == 2
+    assert "Slurm nodes" in out
+
+
+def test_demo_rejects_a_schedule_larger_than_the_site(config_file: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["app", "demo", "jacobi", "--config", str(config_file), "--site", SITE,
+                 "--schedule", "2,9"])
+    assert code == 2
+    assert "has 6 nodes; the schedule needs 9" in capsys.readouterr().err
+
