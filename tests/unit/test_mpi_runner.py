@@ -252,3 +252,19 @@ def test_a_job_that_fails_before_starting_is_reported() -> None:
     job.submit(2)
     with pytest.raises(ExternalError, match="FAILED before it started"):
         job.wait_started(1)
+
+
+def test_a_program_done_while_mpirun_lingers_is_taken_as_finished() -> None:
+    site = FakeSite()
+    job, _ = started_job(site, linger=0.0)
+    site.files[("c0", "/tmp/malleable-run/7/result.json")] = '{"checksum": 1.0}'
+    assert job.wait_finished(5) == 0
+    assert site.cancelled == [7, 8]
+
+
+def test_a_job_that_vanishes_without_an_exit_code_is_an_error() -> None:
+    site = FakeSite()
+    job, _ = started_job(site)
+    site.state = "FAILED"
+    with pytest.raises(ExternalError, match="ended without an exit code"):
+        job.wait_finished(5)

@@ -14,7 +14,13 @@ from malleable.adapters.base import Capability, JobEvent
 from malleable.cli import main
 from malleable.errors import InputError
 from malleable.model import ClusterView, JobKind, JobSpec, RunningJob
-from malleable.runner.demo import boundaries, example_source, parse_schedule, run_schedule
+from malleable.runner.demo import (
+    _slurm_nodes,
+    boundaries,
+    example_source,
+    parse_schedule,
+    run_schedule,
+)
 from malleable.runner.job import MpiJob
 from malleable.runner.launch import Launch
 from malleable.runner.nodes import NodeShell
@@ -173,3 +179,12 @@ def test_app_demo_refuses_a_schedule_larger_than_the_site(
     code = main(["app", "demo", "jacobi", "--config", str(config), "--site", "vu",
                  "--schedule", "2,8"])
     assert code == 2 and "has 4 nodes; the schedule needs 8" in capsys.readouterr().err
+
+
+def test_a_step_after_the_job_ended_shows_no_node_count() -> None:
+    fake = FakeSite(state="COMPLETED")
+    job = MpiJob(FakeCtl(fake), NodeShell(fake), Launch("app.py", ""),  # type: ignore[arg-type]
+                 slurm_id=7)
+    assert _slurm_nodes(job) is None
+    fake.state = "RUNNING"
+    assert _slurm_nodes(job) == 2

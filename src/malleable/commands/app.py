@@ -133,8 +133,9 @@ def _report(args: argparse.Namespace, schedule: list[int], runs: dict[str, DemoR
         nodes = [schedule[0] if name == "malleable" else args.fixed,
                  *[s.slurm_nodes for s in run.steps]]
         for k, phase in enumerate(run.phases):
+            shown = nodes[k] if k < len(nodes) else None
             table.add_row(str(k + 1), str(phase["size"]),
-                          str(nodes[k]) if k < len(nodes) else "?",
+                          "job ended" if shown is None else str(shown),
                           f"{phase['iteration']}-{phase['end_iteration']}",
                           f"{phase['seconds']:.2f}", f"{phase['reconfig_seconds']:.2f}")
         console.print(table)

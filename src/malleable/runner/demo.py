@@ -51,7 +51,8 @@ class Step:
 
     target: int
     change: Change
-    slurm_nodes: int
+    slurm_nodes: int | None
+    """Nodes Slurm shows right after the resize (None: the job had ended by then)."""
     iteration: int
 
 
@@ -84,7 +85,7 @@ def run_schedule(job: MpiJob, schedule: Sequence[int], iterations: int, timeout:
             if iteration is None:
                 break  # the program ended first
             change = job.resize_to(target)
-            run.steps.append(Step(target, change, len(job.allocation()), iteration))
+            run.steps.append(Step(target, change, _slurm_nodes(job), iteration))
             logger.info("phase at iteration %d: %s", iteration, change)
         run.exit_code = job.wait_finished(timeout)
         tick(iterations)
@@ -98,6 +99,13 @@ def run_schedule(job: MpiJob, schedule: Sequence[int], iterations: int, timeout:
     run.checksum = result.get("checksum")
     run.events = job.events()
     return run
+
+
+def _slurm_nodes(job: MpiJob) -> int | None:
+    fields = job.job_fields()
+    if fields.get("JobState") not in ("RUNNING", "RESIZING"):
+        return None
+    return len(job.shell.hostnames(fields.get("NodeList", "")))
 
 
 def _wait_iteration(job: MpiJob, start: int, timeout: float,

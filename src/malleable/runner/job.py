@@ -62,6 +62,7 @@ class MpiJob:
     resizer: Resizer | None = None
     answer_timeout: float = 120.0
     done_timeout: float = 300.0
+    linger: float = 30.0
     poll: float = 0.5
     rejoin_gap: float = 1.5
     clock: Callable[[], float] = time.monotonic
@@ -300,8 +301,14 @@ class MpiJob:
     # ------------------------------------------------------------ the end
 
     def wait_finished(self, timeout: float) -> int:
-        """Wait for mpirun's exit code (the batch script writes it)."""
+        """Wait for mpirun's exit code (the batch script writes it).
+
+        A program that wrote its result while mpirun does not exit within
+        ``linger`` seconds (Open MPI 4.1 waits for a job whose spawn failed) is
+        taken as done: the job is cancelled and 0 returned, with a warning.
+        """
         deadline = self.clock() + timeout
+        result_seen: float | None = None
         while self.clock() < deadline:
             code = self.exit_code()
             if code is not None:
@@ -312,6 +319,13 @@ class MpiJob:
                     return code
                 raise ExternalError(f"job {self.slurm_id} ended without an exit code: "
                                     f"{self.job_fields().get('JobState', 'gone')}")
+            if result_seen is None and self.result() is not None:
+                result_seen = self.clock()
+            if result_seen is not None and self.clock() - result_seen > self.linger:
+                logger.warning("job %s: the program finished but mpirun did not exit within "
+                               "%.0f s; cancelling the job", self.slurm_id, self.linger)
+                self.cancel()
+                return 0
             self.sleep(self.poll)
         raise ExternalError(f"job {self.slurm_id} did not finish within {timeout:.0f} s")
 
