@@ -26,8 +26,8 @@ if ! docker info >/dev/null 2>&1; then
   $SUDO sh -c "nohup dockerd >'$DOCKERD_LOG' 2>&1 &"
   for _ in $(seq 1 120); do
     docker info >/dev/null 2>&1 && break
-    pgrep -x dockerd >/dev/null || break   # it died: do not wait for nothing
     sleep 0.5
+    pgrep -x dockerd >/dev/null || break   # it died: do not wait for nothing
   done
   if ! docker info >/dev/null 2>&1; then
     echo "testbed-setup: dockerd did not start (or answer within 60 s); last log lines:" >&2
