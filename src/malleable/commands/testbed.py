@@ -150,6 +150,11 @@ def print_status(status: TestbedStatus) -> None:
         table.add_row(name, f"{s.controller} ({s.controller_health or s.controller_state})",
                       str(s.nodes), str(s.idle), states, str(s.jobs), ssh)
     Console().print(table)
+    for c in status.containers:
+        if not c.healthy:
+            print(f"container {c.hostname}: {c.state}, {c.health or 'no health check'}")
+    if not status.containers:
+        print("no containers: bring the testbed up again, or take it down")
 
 
 def run_status(args: argparse.Namespace) -> int:
