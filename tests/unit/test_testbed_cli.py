@@ -14,7 +14,7 @@ def _state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MALLEABLE_TESTBED_STATE", str(tmp_path / "state"))
 
 
-@pytest.mark.parametrize("action", ["up", "status", "exec", "config", "down", "build"])
+@pytest.mark.parametrize("action", ["up", "status", "exec", "config", "down", "list", "build"])
 def test_every_action_has_help(action: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["testbed", action, "--help"])

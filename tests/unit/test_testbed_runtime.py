@@ -13,7 +13,7 @@ import pytest
 from malleable.errors import ExternalError, InputError
 from malleable.testbed import bringup
 from malleable.testbed.docker import Docker, Result
-from malleable.testbed.runtime import Testbed
+from malleable.testbed.runtime import Testbed, list_testbeds
 from malleable.testbed.state import Record, write_record
 from malleable.testbed.topology import SMALL, Site, Topology
 
@@ -173,3 +173,14 @@ def test_wait_times_out_with_what_was_missing(tmp_path: Path) -> None:
     docker.inspect[1]["State"]["Health"] = {"Status": "starting"}
     with pytest.raises(ExternalError, match="not ready before the deadline: 2 of 4 containers"):
         bringup.wait_ready(tb, TOPO, 0.0, lambda *a: None)
+
+
+def test_list_testbeds_groups_containers_by_label() -> None:
+    class Ps(Docker):
+        def run(self, argv: Sequence[str], *, timeout: float, check: bool = True,
+                input_text: str | None = None) -> Result:
+            assert "label=org.malleable.testbed" in argv
+            return Result(tuple(argv), 0, "b running\na running\na exited\na running\n", "")
+
+    assert list_testbeds(Ps()) == {"a": {"running": 2, "containers": 3},
+                                   "b": {"running": 1, "containers": 1}}

@@ -17,7 +17,7 @@ from malleable.testbed.info import SiteEndpoint
 def test_generate_writes_private_files_readable_only_by_owner(tmp_path: Path) -> None:
     d = tmp_path / "secrets"
     secrets.generate(d, "t")
-    assert stat.S_IMODE(d.stat().st_mode) == 0o700
+    assert stat.S_IMODE(d.stat().st_mode) == 0o711
     for name in ("munge.key", "dbpass", "ssh_host_ed25519_key", "id_ed25519"):
         assert stat.S_IMODE((d / name).stat().st_mode) == 0o600, name
     assert len((d / "munge.key").read_bytes()) == 1024

@@ -1,4 +1,4 @@
-"""``malleable testbed up|status|exec|config|down|build``: the containerized Slurm sites."""
+"""``malleable testbed up|status|exec|config|down|list|build``: the containerized Slurm sites."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from malleable.errors import InputError
 from malleable.testbed import images
 from malleable.testbed.docker import Docker
 from malleable.testbed.info import TestbedStatus
-from malleable.testbed.runtime import Testbed
+from malleable.testbed.runtime import Testbed, list_testbeds
 from malleable.testbed.topology import BUILTIN, load_topology
 
 _PHASES = {"images": "building images", "containers": "containers healthy",
@@ -39,6 +39,11 @@ def register(sub: Any) -> None:
     tsub = p.add_subparsers(dest="action", metavar="ACTION")
     tsub.required = True
     _register_up(tsub)
+    _register_use(tsub)
+    _register_manage(tsub)
+
+
+def _register_use(tsub: Any) -> None:
     st = tsub.add_parser("status", help="sites, node states and queues of a testbed",
                          description="Print each site's controller, nodes by state and jobs.")
     _name(st)
@@ -60,11 +65,19 @@ def register(sub: Any) -> None:
                                      "endpoint, user, key, known_hosts and Slurm cluster name.")
     _name(cf)
     cf.set_defaults(func=run_config)
+
+
+def _register_manage(tsub: Any) -> None:
     dn = tsub.add_parser("down", help="cancel every job and remove a testbed entirely",
                          description="Cancel every job, then remove the containers, the network "
                                      "and the state directory (secrets included). Images stay.")
     _name(dn)
     dn.set_defaults(func=run_down)
+    ls = tsub.add_parser("list", help="the testbeds that have containers on this machine",
+                         description="List every testbed with containers on this Docker "
+                                     "engine, with how many of them run.")
+    ls.add_argument("--json", action="store_true", help="print one JSON object")
+    ls.set_defaults(func=run_list)
     bd = tsub.add_parser("build", help="build the base and testbed images (reused when present)",
                          description="Build the Debian base image (mmdebstrap) when no "
                                      "bookworm image is present, then the testbed image when "
@@ -137,6 +150,11 @@ def print_status(status: TestbedStatus) -> None:
         table.add_row(name, f"{s.controller} ({s.controller_health or s.controller_state})",
                       str(s.nodes), str(s.idle), states, str(s.jobs), ssh)
     Console().print(table)
+    for c in status.containers:
+        if not c.healthy:
+            print(f"container {c.hostname}: {c.state}, {c.health or 'no health check'}")
+    if not status.containers:
+        print("no containers: bring the testbed up again, or take it down")
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -168,6 +186,16 @@ def run_down(args: argparse.Namespace) -> int:
     with Console(stderr=True).status(f"taking testbed {tb.name} down"):
         tb.down()
     print(f"testbed {tb.name} removed")
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    found = list_testbeds()
+    if args.json:
+        print(json.dumps(found))
+        return 0
+    for name, counts in found.items():
+        print(f"{name}\t{counts['running']}/{counts['containers']} containers running")
     return 0
 
 

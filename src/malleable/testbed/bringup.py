@@ -33,6 +33,8 @@ logger = logging.getLogger(__name__)
 POLL = 1.0
 COMPOSE_UP_TIMEOUT = 600.0
 CANCEL_WAIT = 30.0
+#: Node states of a healthy node that may be running jobs (sinfo %T, lowercase).
+USABLE = frozenset({"idle", "allocated", "mixed", "completing"})
 
 
 def _noop(phase: str, done: int, total: int) -> None:
@@ -96,7 +98,9 @@ def up(tb: Testbed, topology: Topology, *, base_image: str | None, rebuild: bool
                              f" take it down first (malleable testbed down --name {tb.name}) or "
                              "use another --name")
         logger.info("testbed %s is already up; checking its health", tb.name)
+        settled = USABLE  # nodes may be running jobs: they only have to answer
     else:
+        settled = frozenset({"idle"})
         if existing:
             _remove_leftovers(tb, existing)
         report("images", 0, 1)
@@ -106,13 +110,15 @@ def up(tb: Testbed, topology: Topology, *, base_image: str | None, rebuild: bool
         report("containers", 0, 1)
         tb.docker.compose(tb.project, str(tb.state.compose_file), "up", "--detach",
                           "--remove-orphans", timeout=COMPOSE_UP_TIMEOUT)
-    wait_ready(tb, topology, time.monotonic() + timeout, report)
+    wait_ready(tb, topology, time.monotonic() + timeout, report, settled)
     finalize(tb)
     return tb.status()
 
 
-def wait_ready(tb: Testbed, topology: Topology, deadline: float, report: Progress) -> None:
-    """Wait until every container is healthy and every node idle, or fail with diagnostics."""
+def wait_ready(tb: Testbed, topology: Topology, deadline: float, report: Progress,
+               settled: frozenset[str] = frozenset({"idle"})) -> None:
+    """Wait until every container is healthy and every node in a ``settled`` state (idle
+    for a fresh testbed), or fail with diagnostics."""
     expected = topology.total_containers
     while True:
         found = tb.containers()
@@ -125,14 +131,14 @@ def wait_ready(tb: Testbed, topology: Topology, deadline: float, report: Progres
             break
         _pause(tb, deadline, f"{healthy} of {expected} containers healthy")
     while True:
-        idle = 0
+        ready = 0
         for site in topology.sites:
             result = tb.exec(site.name, info.SINFO_ARGS, timeout=30)
-            idle += list(info.parse_sinfo(result.stdout).values()).count("idle")
-        report("nodes", idle, topology.total_nodes)
-        if idle == topology.total_nodes:
+            ready += sum(1 for s in info.parse_sinfo(result.stdout).values() if s in settled)
+        report("nodes", ready, topology.total_nodes)
+        if ready == topology.total_nodes:
             return
-        _pause(tb, deadline, f"{idle} of {topology.total_nodes} nodes idle")
+        _pause(tb, deadline, f"{ready} of {topology.total_nodes} nodes {'/'.join(sorted(settled))}")
 
 
 def _pause(tb: Testbed, deadline: float, what: str) -> None:
@@ -147,7 +153,7 @@ def _fail(tb: Testbed, what: str) -> None:
     tb.state.logs.mkdir(parents=True, exist_ok=True)
     path = tb.state.logs / f"failure-{time.strftime('%Y%m%d-%H%M%S')}.txt"
     path.write_text(text, encoding="utf-8")
-    logger.error("testbed %s: %s\n%s", tb.name, what, text)
+    logger.info("testbed %s: %s\n%s", tb.name, what, text)
     raise ExternalError(f"testbed {tb.name!r}: {what}; diagnostics in {path}; remove it with: "
                         f"malleable testbed down --name {tb.name}")
 

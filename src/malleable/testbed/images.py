@@ -4,8 +4,8 @@ The base is ``debian:bookworm`` when that image is present (or named with
 ``MALLEABLE_BASE_IMAGE``); otherwise ``malleable-base:bookworm`` is built locally by
 ``testbed/base-image.sh`` (mmdebstrap of the host's own apt sources, then ``docker
 import``). The testbed image carries a label with a hash of its build context (the
-Dockerfile, the scripts, the malleable sources and the base image's id): it is rebuilt
-only when that hash changes.
+Dockerfile, the scripts, the malleable sources and the base image's id) and is tagged with
+it: it is built only when no image of that hash exists.
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ from malleable.testbed.docker import Docker
 
 logger = logging.getLogger(__name__)
 
-IMAGE = "malleable-testbed:latest"
+REPO = "malleable-testbed"
+IMAGE = f"{REPO}:latest"
+#: Testbed images unused for this long are removed after a build.
+PRUNE_AFTER = "24h"
 LOCAL_BASE = "malleable-base:bookworm"
 PUBLIC_BASE = "debian:bookworm"
 LABEL_CONTEXT = "org.malleable.context"
@@ -77,18 +80,23 @@ def image_label(docker: Docker, image: str, label: str) -> str | None:
     return result.stdout.strip() if result.ok else None
 
 
-def ensure_base(docker: Docker, base: str | None = None) -> str:
-    """The base image to build on, building the local one when nothing else is present."""
+def ensure_base(docker: Docker, base: str | None = None, *, local: str = LOCAL_BASE) -> str:
+    """The base image to build on, building ``local`` when nothing else is present."""
     base = base or os.environ.get("MALLEABLE_BASE_IMAGE")
     if base:
         return base
-    for candidate in (PUBLIC_BASE, LOCAL_BASE):
+    for candidate in (PUBLIC_BASE, local):
         if image_id(docker, candidate):
             return candidate
-    logger.info("building %s with mmdebstrap from the host's apt sources", LOCAL_BASE)
+    build_base(docker, local)
+    return local
+
+
+def build_base(docker: Docker, tag: str = LOCAL_BASE) -> None:
+    """Build a bookworm base image with mmdebstrap from the host's apt sources (~20 s)."""
+    logger.info("building %s with mmdebstrap from the host's apt sources", tag)
     script = testbed_dir() / "base-image.sh"
-    docker.run(("bash", str(script), LOCAL_BASE), timeout=BASE_TIMEOUT)
-    return LOCAL_BASE
+    docker.run(("bash", str(script), tag), timeout=BASE_TIMEOUT)
 
 
 def _prepare_context(ctx: Path, tb_dir: Path, pkg_dir: Path) -> None:
@@ -102,20 +110,34 @@ def _prepare_context(ctx: Path, tb_dir: Path, pkg_dir: Path) -> None:
 
 
 def ensure_image(docker: Docker, base: str | None = None, *, force: bool = False,
-                 image: str = IMAGE) -> str:
-    """Build the testbed image unless one from the same context exists; return its tag."""
+                 repo: str = REPO, no_cache: bool = False) -> str:
+    """Build the testbed image unless one from the same context exists; return its tag.
+
+    The tag is ``REPO:<context hash>`` (also tagged ``REPO:latest``), so checkouts with
+    different sources never overwrite each other's image. ``no_cache`` rebuilds every
+    layer (the benchmark's cold build).
+    """
     base = ensure_base(docker, base)
     base_id = image_id(docker, base) or base
     tb_dir, pkg_dir = testbed_dir(), package_dir()
     wanted = context_hash(tb_dir, pkg_dir, base_id)
-    if not force and image_label(docker, image, LABEL_CONTEXT) == wanted:
-        logger.info("image %s is up to date (%s)", image, wanted)
-        return image
-    logger.info("building %s from %s (context %s)", image, base, wanted)
+    tag = f"{repo}:{wanted}"
+    if not force and image_label(docker, tag, LABEL_CONTEXT) == wanted:
+        logger.info("image %s is up to date", tag)
+        return tag
+    logger.info("building %s from %s", tag, base)
     with tempfile.TemporaryDirectory(prefix="malleable-testbed-") as tmp:
         ctx = Path(tmp)
         _prepare_context(ctx, tb_dir, pkg_dir)
-        docker.docker_cmd("build", "--quiet", "--build-arg", f"BASE_IMAGE={base}",
-                          "--label", f"{LABEL_CONTEXT}={wanted}", "--tag", image, str(ctx),
-                          timeout=BUILD_TIMEOUT)
-    return image
+        docker.docker_cmd("build", "--quiet", *(("--no-cache",) if no_cache else ()),
+                          "--build-arg", f"BASE_IMAGE={base}",
+                          "--label", f"{LABEL_CONTEXT}={wanted}", "--tag", tag,
+                          "--tag", f"{repo}:latest", str(ctx), timeout=BUILD_TIMEOUT)
+    prune_old_images(docker)
+    return tag
+
+
+def prune_old_images(docker: Docker) -> None:
+    """Remove testbed images older than a day that no container uses (docker refuses those)."""
+    docker.docker_cmd("image", "prune", "--all", "--force", "--filter", f"label={LABEL_CONTEXT}",
+                      "--filter", f"until={PRUNE_AFTER}", check=False, timeout=300)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from malleable.errors import ExternalError, InputError
 from malleable.testbed import clusters, info
-from malleable.testbed.compose import check_name, project_name
+from malleable.testbed.compose import LABEL_TESTBED, check_name, project_name
 from malleable.testbed.docker import Docker, Result
 from malleable.testbed.info import Container, SiteEndpoint, SiteStatus, TestbedStatus
 from malleable.testbed.slurmconf import PARTITION
@@ -29,6 +29,20 @@ logger = logging.getLogger(__name__)
 #: ``progress(phase, done, total)``: called while a long operation advances.
 Progress = Callable[[str, int, int], None]
 PROJECT_LABEL = "com.docker.compose.project"
+
+
+def list_testbeds(docker: Docker | None = None) -> dict[str, dict[str, int]]:
+    """Every testbed with containers on this engine: name -> {"running": n, "containers": m}."""
+    docker = docker or Docker()
+    out = docker.docker_cmd("ps", "--all", "--filter", f"label={LABEL_TESTBED}", "--format",
+                            "{{.Label \"" + LABEL_TESTBED + "\"}} {{.State}}").stdout
+    found: dict[str, dict[str, int]] = {}
+    for line in out.splitlines():
+        name, _, state = line.partition(" ")
+        entry = found.setdefault(name, {"running": 0, "containers": 0})
+        entry["containers"] += 1
+        entry["running"] += state == "running"
+    return dict(sorted(found.items()))
 
 
 class Testbed:

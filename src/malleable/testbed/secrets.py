@@ -42,9 +42,13 @@ def _ssh_keypair(comment: str) -> tuple[bytes, bytes]:
 
 
 def generate(directory: Path, testbed: str) -> None:
-    """Create every secret of a testbed in ``directory`` (existing ones are replaced)."""
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(directory, 0o700)
+    """Create every secret of a testbed in ``directory`` (existing ones are replaced).
+
+    Private files are 0600; the directory is 0711 so that the containers' unprivileged
+    user can read the public ``known_hosts`` in it (the state directory above is 0700).
+    """
+    directory.mkdir(parents=True, exist_ok=True, mode=0o711)
+    os.chmod(directory, 0o711)
     _write(directory / MUNGE_KEY, _random.token_bytes(MUNGE_KEY_BYTES), 0o600)
     _write(directory / DB_PASS, _random.token_urlsafe(24).encode(), 0o600)
     for name, comment in ((HOST_KEY, f"testbed-{testbed}-host"),
