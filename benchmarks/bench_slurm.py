@@ -46,8 +46,8 @@ def percentiles(values: list[float]) -> str:
     return f"p50 {p50 * 1000:7.1f} ms   p95 {p95 * 1000:7.1f} ms   (n={len(ordered)})"
 
 
-def testbed(name: str | None, topology: Topology, made: list[Testbed]) -> Testbed:
-    tb = Testbed(name or f"bench{os.getpid()}-{topology.name}")
+def testbed(name: str | None, topology: Topology, made: list[Testbed], label: str) -> Testbed:
+    tb = Testbed(name or f"bench{os.getpid()}-{label}")
     if name is None:
         made.append(tb)
     began = time.monotonic()
@@ -124,9 +124,9 @@ def main() -> int:
     made: list[Testbed] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            small = testbed(args.small, SMALL, made)
+            small = testbed(args.small, SMALL, made, "small")
             resize_latency(config_of(small, Path(tmp)), args.samples)
-            five = testbed(args.five, DAS3.scaled(0.1), made)
+            five = testbed(args.five, DAS3.scaled(0.1), made, "five")
             idle_cycle(config_of(five, Path(tmp)), args.samples)
     finally:
         for tb in made:
