@@ -3,9 +3,9 @@
 Every run is identified by a :data:`Cell` ``(K, algorithm, QF, CF, n)`` and has
 ``reps`` repetitions; repetition ``r`` of ``(K, n)`` is the same scenario (tree and
 jobs) for every algorithm, quantum factor and cost factor, and the same jobs for
-every K (only the tree changes). Runs that share
-``(K, algorithm, QF, CF)`` are simulated together in chunks (a forest), which is
-what makes the sweep fast; chunks are independent and may run in worker processes.
+every K (only the tree changes). Runs that share ``(K, QF)`` are simulated together
+in chunks (one clock, forests of trees), which is what makes the sweep fast; chunks
+are independent and may run in worker processes.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from malleable.sim.quantum.engine import Algorithm, EngineConfig
+from malleable.sim.quantum.engine import Algorithm, Platform
 from malleable.sim.quantum.jobs import DowneyParams
-from malleable.sim.quantum.scenario import RunMetrics, run_batch, scenario
+from malleable.sim.quantum.scenario import RunMetrics, Scenario, run_many, scenario
 
 #: (levels K, algorithm, quantum factor QF, cost factor CF, number of jobs n)
 Cell = tuple[int, Algorithm, int, float, int]
@@ -40,7 +40,7 @@ class Settings:
     seed: int = 1
     integral: bool = False
     params: DowneyParams = field(default_factory=DowneyParams)
-    chunk_jobs: int = 30_000
+    chunk_jobs: int = 25_000
 
     @classmethod
     def quick(cls, **changes: object) -> Settings:
@@ -58,17 +58,20 @@ class Settings:
 
 @dataclass(frozen=True)
 class Chunk:
-    """Runs simulated together: one configuration, several ``(n, repetition)`` pairs."""
+    """Runs simulated together: one depth and quantum factor, any algorithms and costs.
+
+    ``runs`` holds ``(algorithm, CF, n, repetition)``; runs of the same ``(n, repetition)``
+    share one scenario.
+    """
 
     levels: int
-    algorithm: Algorithm
     quantum_factor: int
-    cost_factor: float
-    runs: tuple[tuple[int, int], ...]
+    runs: tuple[tuple[Algorithm, float, int, int], ...]
 
     @property
     def jobs(self) -> int:
-        return sum(n for n, _ in self.runs)
+        """Jobs simulated (every run counts its own)."""
+        return sum(n for _, _, n, _ in self.runs)
 
 
 def cells(settings: Settings) -> list[Cell]:
@@ -92,40 +95,44 @@ def cells(settings: Settings) -> list[Cell]:
 
 
 def chunks(settings: Settings) -> list[Chunk]:
-    """The cells grouped by configuration and cut into chunks of about ``chunk_jobs`` jobs."""
-    groups: dict[tuple[int, Algorithm, int, float], list[int]] = {}
+    """Cells grouped by ``(K, QF)``, cut by scenario into about ``chunk_jobs`` distinct jobs."""
+    groups: dict[tuple[int, int], dict[tuple[int, int], list[tuple[Algorithm, float]]]] = {}
     for k, alg, qf, cf, n in cells(settings):
-        groups.setdefault((k, alg, qf, cf), []).append(n)
+        by_scenario = groups.setdefault((k, qf), {})
+        for rep in range(settings.reps):
+            by_scenario.setdefault((n, rep), []).append((alg, cf))
     out: list[Chunk] = []
-    for (k, alg, qf, cf), ns in groups.items():
-        runs = [(n, r) for n in sorted(ns) for r in range(settings.reps)]
-        for part in _cut(runs, settings.chunk_jobs):
-            out.append(Chunk(k, alg, qf, cf, tuple(part)))
+    for (k, qf), by_scenario in groups.items():
+        for part in _cut(sorted(by_scenario), settings.chunk_jobs):
+            runs = tuple((alg, cf, n, rep) for n, rep in part for alg, cf in by_scenario[(n, rep)])
+            out.append(Chunk(k, qf, runs))
     return out
 
 
-def _cut(runs: list[tuple[int, int]], limit: int) -> Iterator[list[tuple[int, int]]]:
+def _cut(scenarios: list[tuple[int, int]], limit: int) -> Iterator[list[tuple[int, int]]]:
     part: list[tuple[int, int]] = []
     size = 0
-    for run in runs:
-        if part and size + run[0] > limit:
+    for sc in scenarios:
+        if part and size + sc[0] > limit:
             yield part
             part, size = [], 0
-        part.append(run)
-        size += run[0]
+        part.append(sc)
+        size += sc[0]
     if part:
         yield part
 
 
 def run_chunk(chunk: Chunk, settings: Settings) -> list[tuple[Cell, int, RunMetrics]]:
     """Simulate one chunk; each run's cell, repetition and metrics."""
-    scenarios = [scenario(chunk.levels, n, (settings.seed, n, rep),
-                          settings.params) for n, rep in chunk.runs]
-    config = EngineConfig(chunk.algorithm, float(settings.params.processors),
-                          chunk.quantum_factor, chunk.cost_factor, settings.integral)
-    metrics = run_batch(scenarios, config)
-    key = (chunk.levels, chunk.algorithm, chunk.quantum_factor, chunk.cost_factor)
-    return [((*key, n), rep, m) for (n, rep), m in zip(chunk.runs, metrics, strict=True)]
+    made: dict[tuple[int, int], Scenario] = {}
+    for _, _, n, rep in chunk.runs:
+        if (n, rep) not in made:
+            made[(n, rep)] = scenario(chunk.levels, n, (settings.seed, n, rep), settings.params)
+    platform = Platform(float(settings.params.processors), chunk.quantum_factor,
+                        settings.integral)
+    metrics = run_many([(made[(n, rep)], alg, cf) for alg, cf, n, rep in chunk.runs], platform)
+    return [((chunk.levels, alg, chunk.quantum_factor, cf, n), rep, m)
+            for (alg, cf, n, rep), m in zip(chunk.runs, metrics, strict=True)]
 
 
 @dataclass

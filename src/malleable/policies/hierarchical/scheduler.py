@@ -20,7 +20,8 @@ the scheduler then
    allocation before it can use it (the engine does that).
 
 Optional ``caps`` bound what a node can hold (a real site has so many nodes): a
-node never reports a desire above its cap. Nothing here does I/O or reads a clock.
+node never reports a desire above its cap. ``budget`` and ``cost_factor`` may be
+given per root (one tree of a forest each). Nothing here does I/O or reads a clock.
 """
 
 from __future__ import annotations
@@ -86,16 +87,20 @@ class TreeScheduler:
     budget: float | FloatArray
     rule: Rule = Rule.DEQ
     integral: bool = False
-    cost_factor: float = 0.0
+    cost_factor: float | FloatArray = 0.0
     caps: Mapping[int, FloatArray] = field(default_factory=dict)
     alloc: dict[int, FloatArray] = field(init=False)
+    _cost: FloatArray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.quanta.levels != self.layout.levels:
             raise ValueError(f"the quantum pattern has {self.quanta.levels} levels, the tree "
                              f"{self.layout.levels}")
-        if self.cost_factor < 0:
+        cost = np.broadcast_to(np.asarray(self.cost_factor, dtype=np.float64),
+                               (self.layout.roots,))
+        if np.any(cost < 0):
             raise ValueError(f"cost factor {self.cost_factor} must be >= 0")
+        self._cost = cost[self.layout.root_of_leaves()]  # per level-2 node
         self.alloc = {k: np.zeros(self.layout.count(k))
                       for k in range(2, self.layout.levels + 1)}
 
@@ -172,7 +177,7 @@ class TreeScheduler:
         gain_jobs = np.maximum(0.0, new_jobs - jobs.previous)
         gains = {k: np.maximum(0.0, self.alloc[k] - old[k]) for k in range(2, top)}
         moved = float(gain_jobs.sum() + sum(g.sum() for g in gains.values()))
-        if self.cost_factor == 0 or moved == 0:
+        if moved == 0 or not self._cost.any():
             return np.zeros(len(new_jobs)), moved
         below = {2: np.bincount(jobs.leaf, gain_jobs, self.layout.count(2))}
         for level in range(3, top):
@@ -184,4 +189,4 @@ class TreeScheduler:
                                  where=below[level] > 0)
             factor = per_unit + factor[self.layout.parent(level)]
         per_job = 1.0 + factor[jobs.leaf] if top > 2 else np.ones(len(new_jobs))
-        return self.cost_factor * gain_jobs * per_job, moved
+        return self._cost[jobs.leaf] * gain_jobs * per_job, moved

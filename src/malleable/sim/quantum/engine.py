@@ -10,18 +10,21 @@ Time advances by the level-2 quantum ``L`` (= 1 here; every time is in units of
    one quantum at rate ``min(allocation, parallelism)``: a job advances along its
    span at ``min(a, h) / h``, through its piecewise-constant parallelism segments;
 4. feeds the work done and the span covered (``w(q)``, ``l(q)``) to the job's
-   estimator (A-Control or A-Greedy) for its next desire.
+   estimator (A-Control or A-Greedy) for its next desire. A-Greedy counts processor
+   time lost to reallocation as allotted but unused, as Agrawal et al. count waste.
 
 The engine holds no policy: the tree, DEQ/EQUI and the estimators live in
 :mod:`malleable.policies.hierarchical` and are called here. Many independent runs
-can go in one call (a forest of trees, their jobs side by side): each step then
-advances all of them, which is what makes the experiment sweep fast.
+go through one call (:func:`simulate_many`): runs under DEQ (AC-DS, AG-DS) share one
+forest and scheduler, runs under EQUI-EQUI another, all advance on one clock, and
+runs of the same scenario share its job segments. That is what makes the sweep fast.
 """
 
 from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,11 +38,12 @@ from malleable.policies.hierarchical.estimators import (
     a_greedy,
 )
 from malleable.policies.hierarchical.scheduler import JobsInput, Rule, TreeScheduler
-from malleable.policies.hierarchical.tree import QuantumPattern, TreeLayout
+from malleable.policies.hierarchical.tree import QuantumPattern, TreeLayout, forest, leaf_offsets
 from malleable.sim.quantum.jobs import JobSet
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
+BoolArray = NDArray[np.bool_]
 
 _EPS = 1e-12
 
@@ -61,8 +65,19 @@ class Algorithm(enum.Enum):
 
 
 @dataclass(frozen=True)
+class Platform:
+    """What every run of one :func:`simulate_many` call shares."""
+
+    processors: float = 256.0
+    quantum_factor: int = 1
+    integral: bool = False
+    greedy: AGreedyParams = field(default_factory=AGreedyParams)
+    max_quanta: int = 50_000_000
+
+
+@dataclass(frozen=True)
 class EngineConfig:
-    """The platform and the scheduler's knobs."""
+    """One run's algorithm and knobs (for :func:`simulate`)."""
 
     algorithm: Algorithm = Algorithm.ACDS
     processors: float = 256.0
@@ -72,10 +87,26 @@ class EngineConfig:
     greedy: AGreedyParams = field(default_factory=AGreedyParams)
     max_quanta: int = 50_000_000
 
+    @property
+    def platform(self) -> Platform:
+        return Platform(self.processors, self.quantum_factor, self.integral, self.greedy,
+                        self.max_quanta)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run: jobs on a tree under an algorithm, with a reallocation cost factor."""
+
+    jobs: JobSet
+    leaf: IntArray
+    tree: TreeLayout
+    algorithm: Algorithm
+    cost_factor: float = 0.0
+
 
 @dataclass(frozen=True)
 class Outcome:
-    """Per-job results of one simulation (arrays in job order)."""
+    """Per-job results of one run (arrays in job order)."""
 
     completion: FloatArray
     held: FloatArray
@@ -85,105 +116,215 @@ class Outcome:
     satisfied: IntArray
     """Quanta in which the job got at least its desire."""
     quanta: int
-    """Level-2 quanta simulated."""
-    moved: float
-    """Processors moved, summed over the whole run (every level)."""
+    """Level-2 quanta simulated (for the whole call)."""
+
+
+_NONE, _AC, _AG = 0, 1, 2
 
 
 @dataclass
-class _State:
-    seg: IntArray
-    rem: FloatArray
-    end: IntArray
-    desire: FloatArray
-    alloc: FloatArray
-    debt: FloatArray
-    completion: FloatArray
-    held: FloatArray
-    allotted: FloatArray
-    satisfied: IntArray
+class _Segments:
+    """Every distinct job set's segments, end to end."""
 
-    @classmethod
-    def start(cls, jobs: JobSet) -> _State:
-        n = len(jobs)
-        seg = jobs.start[:-1].copy()
-        return cls(seg, jobs.spans[seg].copy() if n else np.zeros(0), jobs.start[1:].copy(),
-                   np.full(n, INITIAL_DESIRE), np.zeros(n), np.zeros(n), np.full(n, np.nan),
-                   np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64))
+    heights: FloatArray
+    spans: FloatArray
+
+
+@dataclass
+class _Group:
+    """Runs that share one scheduler (same rule): their jobs and state."""
+
+    scheduler: TreeScheduler
+    leaf: IntArray
+    release: FloatArray
+    estimator: IntArray
+    seg: IntArray
+    end: IntArray
+    rem: FloatArray
+    desire: FloatArray = field(init=False)
+    alloc: FloatArray = field(init=False)
+    debt: FloatArray = field(init=False)
+    completion: FloatArray = field(init=False)
+    held: FloatArray = field(init=False)
+    allotted: FloatArray = field(init=False)
+    satisfied: IntArray = field(init=False)
+    order: IntArray = field(init=False)
+    ptr: int = 0
+    active: IntArray = field(init=False)
+
+    def __post_init__(self) -> None:
+        n = len(self.leaf)
+        self.desire = np.full(n, INITIAL_DESIRE)
+        self.alloc, self.debt = np.zeros(n), np.zeros(n)
+        self.completion = np.full(n, np.nan)
+        self.held, self.allotted = np.zeros(n), np.zeros(n)
+        self.satisfied = np.zeros(n, dtype=np.int64)
+        self.order = np.argsort(self.release, kind="stable")
+        self.active = np.zeros(0, dtype=np.int64)
+
+    @property
+    def next_release(self) -> float:
+        return float(self.release[self.order[self.ptr]]) if self.ptr < len(self.order) \
+            else math.inf
+
+    @property
+    def busy(self) -> bool:
+        return self.ptr < len(self.order) or self.active.size > 0
+
+    def admit(self, step: int) -> None:
+        released = self.release[self.order]
+        upto = int(np.searchsorted(released, step + _EPS, side="right"))
+        if upto > self.ptr:
+            self.active = np.concatenate([self.active, self.order[self.ptr:upto]])
+            self.ptr = upto
 
 
 def simulate(jobs: JobSet, leaf: IntArray, layout: TreeLayout,
              config: EngineConfig = EngineConfig()) -> Outcome:
     """Run ``jobs`` (job ``i`` at level-2 node ``leaf[i]``) to completion on ``layout``."""
-    if len(leaf) != len(jobs):
-        raise ValueError(f"{len(leaf)} leaves for {len(jobs)} jobs")
-    quanta = QuantumPattern.geometric(layout.levels, config.quantum_factor)
-    scheduler = TreeScheduler(layout, quanta, config.processors, config.algorithm.rule,
-                              config.integral, config.cost_factor)
-    state = _State.start(jobs)
-    order = np.argsort(jobs.release, kind="stable")
-    released = jobs.release[order]
-    ptr, step, moved = 0, 0, 0.0
-    active = np.zeros(0, dtype=np.int64)
-    while ptr < len(order) or active.size:
-        if active.size == 0:  # idle: jump to the quantum where the next job is released
-            step = _skip_idle(scheduler, quanta, step, math.ceil(released[ptr] - _EPS))
-        upto = int(np.searchsorted(released, step + _EPS, side="right"))
-        if upto > ptr:
-            active = np.concatenate([active, order[ptr:upto]])
-            ptr = upto
+    run = RunSpec(jobs, leaf, layout, config.algorithm, config.cost_factor)
+    return simulate_many([run], config.platform)[0]
+
+
+def simulate_many(runs: Sequence[RunSpec], platform: Platform = Platform()) -> list[Outcome]:
+    """Run independent ``runs`` (trees of one depth) together; one outcome per run."""
+    if not runs:
+        return []
+    for run in runs:
+        if len(run.leaf) != len(run.jobs):
+            raise ValueError(f"{len(run.leaf)} leaves for {len(run.jobs)} jobs")
+    segments, firsts = _segments(runs)
+    quanta = QuantumPattern.geometric(runs[0].tree.levels, platform.quantum_factor)
+    groups = {rule: _group([i for i, r in enumerate(runs) if r.algorithm.rule is rule], runs,
+                           firsts, quanta, platform) for rule in Rule}
+    live = [g for g in groups.values() if g is not None]
+    steps = _loop(live, segments, quanta, platform)
+    return _outcomes(runs, groups, steps)
+
+
+def _segments(runs: Sequence[RunSpec]) -> tuple[_Segments, dict[int, int]]:
+    """Concatenate each distinct job set once; the offset of each, by ``id``."""
+    firsts: dict[int, int] = {}
+    heights: list[FloatArray] = []
+    spans: list[FloatArray] = []
+    size = 0
+    for run in runs:
+        if id(run.jobs) not in firsts:
+            firsts[id(run.jobs)] = size
+            heights.append(run.jobs.heights)
+            spans.append(run.jobs.spans)
+            size += len(run.jobs.heights)
+    return _Segments(np.concatenate(heights), np.concatenate(spans)), firsts
+
+
+def _group(members: list[int], runs: Sequence[RunSpec], firsts: dict[int, int],
+           quanta: QuantumPattern, platform: Platform) -> _Group | None:
+    if not members:
+        return None
+    chosen = [runs[i] for i in members]
+    trees = [r.tree for r in chosen]
+    offsets = leaf_offsets(trees)
+    layout = forest(trees)
+    cost = np.array([r.cost_factor for r in chosen])
+    rule = chosen[0].algorithm.rule
+    scheduler = TreeScheduler(layout, quanta, platform.processors, rule, platform.integral, cost)
+    code = {Estimator.AC: _AC, Estimator.AG: _AG, None: _NONE}
+    seg = np.concatenate([r.jobs.start[:-1] + firsts[id(r.jobs)] for r in chosen])
+    return _Group(
+        scheduler,
+        np.concatenate([r.leaf + off for r, off in zip(chosen, offsets, strict=True)]),
+        np.concatenate([r.jobs.release for r in chosen]),
+        np.concatenate([np.full(len(r.jobs), code[r.algorithm.estimator]) for r in chosen]),
+        seg, np.concatenate([r.jobs.start[1:] + firsts[id(r.jobs)] for r in chosen]),
+        np.zeros(len(seg)))
+
+
+def _outcomes(runs: Sequence[RunSpec], groups: dict[Rule, _Group | None], steps: int
+              ) -> list[Outcome]:
+    taken = {rule: 0 for rule in Rule}
+    out = []
+    for run in runs:
+        g = groups[run.algorithm.rule]
+        assert g is not None  # every run's rule has a group
+        sl = slice(taken[run.algorithm.rule], taken[run.algorithm.rule] + len(run.jobs))
+        taken[run.algorithm.rule] = sl.stop
+        out.append(Outcome(g.completion[sl], g.held[sl], g.allotted[sl], g.satisfied[sl], steps))
+    return out
+
+
+def _loop(groups: list[_Group], segments: _Segments, quanta: QuantumPattern,
+          platform: Platform) -> int:
+    for g in groups:
+        g.rem = segments.spans[g.seg].copy()
+    step = 0
+    while any(g.busy for g in groups):
+        if not any(g.active.size for g in groups):  # idle: jump to the next release
+            target = math.ceil(min(g.next_release for g in groups) - _EPS)
+            for g in groups:
+                _skip_idle(g.scheduler, quanta, step, target)
+            step = max(step, target)
         top = quanta.top_expiring(step)
-        moved += _quantum(jobs, state, scheduler, leaf, active, top, step, config)
-        active = active[np.isnan(state.completion[active])]
+        for g in groups:
+            g.admit(step)
+            _quantum(g, segments, top, step, platform)
         step += 1
-        if step > config.max_quanta:
-            raise RuntimeError(f"simulation did not finish within {config.max_quanta} quanta")
-    return Outcome(state.completion, state.held, state.allotted, state.satisfied, step, moved)
+        if step > platform.max_quanta:
+            raise RuntimeError(f"simulation did not finish within {platform.max_quanta} quanta")
+    return step
 
 
 def _skip_idle(scheduler: TreeScheduler, quanta: QuantumPattern, step: int, target: int
-               ) -> int:
+               ) -> None:
     """Jump from ``step`` to ``target`` with no job in the system.
 
     The quanta that end in between see no desire at all: one empty reallocation from
     the highest level among them leaves the same state as stepping through them.
     """
     if target <= step:
-        return step
+        return
     top = quanta.top_between(step - 1, target - 1)
     empty = np.zeros(0)
     scheduler.reallocate(top, JobsInput(np.zeros(0, dtype=np.int64), empty,
                                         np.zeros(0, dtype=bool), empty))
-    return target
 
 
-def _quantum(jobs: JobSet, state: _State, scheduler: TreeScheduler, leaf: IntArray,
-             active: IntArray, top: int, step: int, config: EngineConfig) -> float:
-    """One level-2 quantum for the ``active`` jobs; returns the processors moved."""
-    desire = state.desire[active]
-    realloc = scheduler.reallocate(top, JobsInput(leaf[active], desire,
-                                                  np.ones(active.size, dtype=bool),
-                                                  state.alloc[active]))
+def _quantum(g: _Group, segments: _Segments, top: int, step: int, platform: Platform) -> None:
+    """One level-2 quantum for the group's active jobs."""
+    active = g.active
+    desire = g.desire[active]
+    realloc = g.scheduler.reallocate(top, JobsInput(g.leaf[active], desire,
+                                                    np.ones(active.size, dtype=bool),
+                                                    g.alloc[active]))
+    if active.size == 0:
+        return
     a = realloc.jobs
-    state.alloc[active] = a
-    debt = state.debt[active] + realloc.charge
+    g.alloc[active] = a
+    debt = g.debt[active] + realloc.charge
     pay = np.minimum(debt, a)
-    state.debt[active] = debt - pay
-    work, span, ran = _run(jobs, state, active, a - pay)
-    state.held[active] += a * ran
-    state.allotted[active] += a
-    state.satisfied[active] += a >= desire * (1 - 1e-9)
-    estimator = config.algorithm.estimator
-    if estimator is Estimator.AC:
-        state.desire[active] = a_control(work, span, desire)
-    elif estimator is Estimator.AG:
-        state.desire[active] = a_greedy(desire, a, work, ran, config.greedy)
-    done = state.seg[active] >= state.end[active]
-    state.completion[active[done]] = step + ran[done]
-    return realloc.moved
+    g.debt[active] = debt - pay
+    work, span, ran = _run(g, segments, active, a - pay)
+    g.held[active] += a * ran
+    g.allotted[active] += a
+    g.satisfied[active] += a >= desire * (1 - 1e-9)
+    g.desire[active] = _estimate(g.estimator[active], desire, a, work, span, ran, platform)
+    done = g.seg[active] >= g.end[active]
+    g.completion[active[done]] = step + ran[done]
+    g.active = active[~done]
 
 
-def _run(jobs: JobSet, state: _State, active: IntArray, usable: FloatArray
+def _estimate(code: IntArray, desire: FloatArray, a: FloatArray, work: FloatArray,
+              span: FloatArray, ran: FloatArray, platform: Platform) -> FloatArray:
+    nxt = desire.copy()
+    ac = code == _AC
+    if ac.any():
+        nxt[ac] = a_control(work[ac], span[ac], desire[ac])
+    ag = code == _AG
+    if ag.any():
+        nxt[ag] = a_greedy(desire[ag], a[ag], work[ag], ran[ag], platform.greedy)
+    return nxt
+
+
+def _run(g: _Group, segments: _Segments, active: IntArray, usable: FloatArray
          ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Advance the active jobs by one quantum; work done, span covered, time run."""
     n = active.size
@@ -193,11 +334,11 @@ def _run(jobs: JobSet, state: _State, active: IntArray, usable: FloatArray
     cur = np.arange(n)
     while cur.size:
         j = active[cur]
-        s = state.seg[j]
-        h = jobs.heights[s]
+        s = g.seg[j]
+        h = segments.heights[s]
         rate = np.minimum(usable[cur], h)
         srate = rate / h
-        rem = state.rem[j]
+        rem = g.rem[j]
         need = np.divide(rem, srate, out=np.full(cur.size, np.inf), where=srate > 0)
         tl = left[cur]
         dt = np.minimum(tl, need)
@@ -205,12 +346,12 @@ def _run(jobs: JobSet, state: _State, active: IntArray, usable: FloatArray
         span[cur] += srate * dt
         left[cur] = tl - dt
         crossed = need <= tl
-        state.rem[j] = np.where(crossed, 0.0, rem - srate * dt)
+        g.rem[j] = np.where(crossed, 0.0, rem - srate * dt)
         jc = j[crossed]
-        state.seg[jc] += 1
-        going = state.seg[jc] < state.end[jc]
+        g.seg[jc] += 1
+        going = g.seg[jc] < g.end[jc]
         nxt = jc[going]
-        state.rem[nxt] = jobs.spans[state.seg[nxt]]
+        g.rem[nxt] = segments.spans[g.seg[nxt]]
         cur = cur[crossed][going]
         cur = cur[left[cur] > _EPS]
     return work, span, 1.0 - left

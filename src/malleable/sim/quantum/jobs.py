@@ -21,12 +21,13 @@ default and its consequences.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
-from malleable.sim.quantum.profiles import PROFILES, phase_heights
+from malleable.sim.quantum.profiles import PROFILES, Profile, phase_heights
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -112,15 +113,17 @@ def shape_table(segments: int) -> FloatArray:
 
 
 def build_jobs(release: FloatArray, work: FloatArray, parallelism: FloatArray,
-               rng: np.random.Generator, params: DowneyParams = DowneyParams()) -> JobSet:
-    """Cut each job into phases of random curves (see the module docstring)."""
+               rng: np.random.Generator, params: DowneyParams = DowneyParams(),
+               profiles: Sequence[Profile] = PROFILES) -> JobSet:
+    """Cut each job into phases of curves drawn from ``profiles`` (module docstring)."""
     seg = params.segments
     length = np.asarray(work, dtype=np.float64) / np.asarray(parallelism, dtype=np.float64)
     phases = np.maximum(1, np.ceil(length / params.phase_length - 1e-9)).astype(np.int64)
     job = np.repeat(np.arange(len(length)), phases)
     first = np.cumsum(phases) - phases
     index = np.arange(len(job)) - first[job]
-    kinds = rng.integers(0, len(PROFILES), len(job))
+    allowed = np.array([PROFILES.index(p) for p in profiles])
+    kinds = allowed[rng.integers(0, len(allowed), len(job))]
     table = shape_table(seg)
     a = np.asarray(parallelism, dtype=np.float64)[job]
     heights = 1.0 + (a - 1.0)[:, None] * table[kinds, index % 2]
@@ -131,11 +134,11 @@ def build_jobs(release: FloatArray, work: FloatArray, parallelism: FloatArray,
                   a[first] if len(job) else np.zeros(0), heights.reshape(-1), spans, start)
 
 
-def downey_jobs(n: int, rng: np.random.Generator, params: DowneyParams = DowneyParams()
-                ) -> JobSet:
+def downey_jobs(n: int, rng: np.random.Generator, params: DowneyParams = DowneyParams(),
+                profiles: Sequence[Profile] = PROFILES) -> JobSet:
     """``n`` malleable jobs of Downey's model with Poisson arrivals."""
     release, work, parallelism = sample_downey(n, rng, params)
-    return build_jobs(release, work, parallelism, rng, params)
+    return build_jobs(release, work, parallelism, rng, params, profiles)
 
 
 def concat(sets: list[JobSet]) -> JobSet:

@@ -5,8 +5,8 @@ levels (1 to 5 children per node), ``jobs`` Downey jobs, and each job's leaf dra
 uniformly (section 4.2). The same seed gives the same scenario whatever the
 algorithm, so algorithms are compared on identical inputs.
 
-:func:`run_batch` simulates many scenarios at once as a forest and returns the
-makespan and the utilizations of each.
+:func:`run_many` simulates many runs (scenario, algorithm, cost factor) at once
+and returns the makespan and the utilizations of each.
 """
 
 from __future__ import annotations
@@ -17,9 +17,16 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from malleable.policies.hierarchical.tree import TreeLayout, forest, leaf_offsets, random_tree
-from malleable.sim.quantum.engine import EngineConfig, Outcome, simulate
-from malleable.sim.quantum.jobs import DowneyParams, JobSet, concat, downey_jobs
+from malleable.policies.hierarchical.tree import TreeLayout, random_tree
+from malleable.sim.quantum.engine import (
+    Algorithm,
+    EngineConfig,
+    Outcome,
+    Platform,
+    RunSpec,
+    simulate_many,
+)
+from malleable.sim.quantum.jobs import DowneyParams, JobSet, downey_jobs
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -62,32 +69,29 @@ class RunMetrics:
     """Theorem 1's lower bound on any schedule: ``max(max_i r_i + l_i, sum w / P)``."""
     span_bound: bool
     """Whether the span term ``max_i r_i + l_i`` is the larger one."""
-    quanta: int
 
 
 def run_batch(scenarios: Sequence[Scenario], config: EngineConfig) -> list[RunMetrics]:
-    """Simulate ``scenarios`` together (they must have the same depth)."""
-    layout = forest([s.tree for s in scenarios])
-    offsets = leaf_offsets([s.tree for s in scenarios])
-    jobs = concat([s.jobs for s in scenarios])
-    leaf = np.concatenate([s.leaf + off for s, off in zip(scenarios, offsets, strict=True)])
-    outcome = simulate(jobs, leaf, layout, config)
-    return _split(scenarios, jobs, outcome, config.processors)
+    """Simulate ``scenarios`` together under one configuration (all of one depth)."""
+    return run_many([(s, config.algorithm, config.cost_factor) for s in scenarios],
+                    config.platform)
 
 
-def _split(scenarios: Sequence[Scenario], jobs: JobSet, outcome: Outcome,
-           processors: float) -> list[RunMetrics]:
-    metrics = []
-    first = 0
-    for s in scenarios:
-        sl = slice(first, first + len(s.jobs))
-        first += len(s.jobs)
-        makespan = float(np.max(outcome.completion[sl], initial=0.0))
-        work = float(jobs.work[sl].sum())
-        held = float(outcome.held[sl].sum())
-        span = float(np.max(s.jobs.release + s.jobs.span, initial=0.0))
-        metrics.append(RunMetrics(makespan, work / held if held > 0 else 1.0,
-                                  work / (processors * makespan) if makespan > 0 else 1.0,
-                                  max(span, work / processors), span >= work / processors,
-                                  outcome.quanta))
-    return metrics
+def run_many(runs: Sequence[tuple[Scenario, Algorithm, float]], platform: Platform
+             ) -> list[RunMetrics]:
+    """Simulate ``(scenario, algorithm, cost factor)`` runs together (one depth)."""
+    specs = [RunSpec(s.jobs, s.leaf, s.tree, alg, cf) for s, alg, cf in runs]
+    outcomes = simulate_many(specs, platform)
+    return [metrics(s, o, platform.processors) for (s, _, _), o in
+            zip(runs, outcomes, strict=True)]
+
+
+def metrics(s: Scenario, outcome: Outcome, processors: float) -> RunMetrics:
+    """The figures' numbers for one run."""
+    makespan = float(np.max(outcome.completion, initial=0.0))
+    work = float(s.jobs.work.sum())
+    held = float(outcome.held.sum())
+    span = float(np.max(s.jobs.release + s.jobs.span, initial=0.0))
+    return RunMetrics(makespan, work / held if held > 0 else 1.0,
+                      work / (processors * makespan) if makespan > 0 else 1.0,
+                      max(span, work / processors), span >= work / processors)
