@@ -7,12 +7,12 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
-from malleable.experiments.acds_plan import FEEDBACK, Results, Settings  # noqa: E402
-from malleable.sim.quantum.engine import Algorithm  # noqa: E402
+from malleable.experiments.acds_plan import FEEDBACK, Results, Settings
+from malleable.sim.quantum.engine import Algorithm
 
 FILES = {
     "fig4": "fig4_scalability.png",

@@ -30,8 +30,8 @@ def _settings(s: Settings, elapsed: float) -> list[str]:
 
 
 def _verdict_rows(num: dict[str, Any], s: Settings) -> list[list[str]]:
-    return [[fig, finding, paper, ours, "holds" if ok else "**differs**"]
-            for fig, finding, paper, ours, ok in verdicts(num, s)]
+    return [[fig, finding, paper, ours, verdict if verdict == "holds" else f"**{verdict}**"]
+            for fig, finding, paper, ours, verdict in verdicts(num, s)]
 
 
 def _fig_sections(num: dict[str, Any], s: Settings) -> list[str]:

@@ -39,7 +39,7 @@ def _halves(settings: Settings) -> tuple[list[int], list[int]]:
     return jobs[:cut], jobs[cut:] or jobs[-1:]
 
 
-def _r(x: float) -> float:
+def _r(x: Any) -> float:
     return round(float(x), 4)
 
 
@@ -118,8 +118,21 @@ def key_numbers(res: Results, s: Settings) -> dict[str, Any]:
             "fig7": fig7(res, s), "fig8": fig8(res, s), "diagnostics": diagnostics(res, s)}
 
 
-Verdict = tuple[str, str, str, str, bool]
-"""(figure, finding, paper's number, ours, holds?)"""
+Verdict = tuple[str, str, str, str, str]
+"""(figure, finding, paper's number, ours, verdict)"""
+
+HOLDS, SIZE_DIFFERS, DIFFERS = "holds", "direction holds, size differs", "differs"
+
+
+def _ok(flag: Any) -> str:
+    return HOLDS if bool(flag) else DIFFERS
+
+
+def _sized(paper: float, ours: float) -> str:
+    """A ratio finding: same side of 1 and an effect within a factor 2 of the paper's."""
+    if (paper - 1) * (ours - 1) <= 0:
+        return DIFFERS
+    return HOLDS if 0.5 <= (ours - 1) / (paper - 1) <= 2 else SIZE_DIFFERS
 
 
 def _fmt(x: float) -> str:
@@ -130,16 +143,16 @@ def verdicts(num: dict[str, Any], s: Settings) -> list[Verdict]:
     """Each stated finding, the paper's figure, ours, and whether it holds here."""
     found = [*_v4(num["fig4"]), *_v5(num["fig5"]), *_v6(num["fig6"], s), *_v7(num["fig7"], s),
              *_v8(num["fig8"])]
-    return [(fig, what, paper, ours, bool(ok)) for fig, what, paper, ours, ok in found]
+    return found
 
 
 def _v4(f: dict[str, Any]) -> list[Verdict]:
     ac, ag = f["acds_spread_across_K"], f["agds_spread_across_K"]
     return [
         ("fig4", "AC-DS makespan hardly moves with K (mean spread across K below 5%)",
-         "curves nearly converge", f"spread {ac:.1%}", ac < 0.05),
+         "curves nearly converge", f"spread {ac:.1%}", _ok(ac < 0.05)),
         ("fig4", "AC-DS scales at least as well as AG-DS (smaller spread across K)",
-         "AC-DS slightly better", f"AC-DS {ac:.1%} vs AG-DS {ag:.1%}", ac <= ag),
+         "AC-DS slightly better", f"AC-DS {ac:.1%} vs AG-DS {ag:.1%}", _ok(ac <= ag)),
     ]
 
 
@@ -148,13 +161,14 @@ def _v5(f: dict[str, Any]) -> list[Verdict]:
     ach, eqh = f["acds_utilization_heavy"], f["equi_utilization_heavy"]
     return [
         ("fig5", "AC-DS utilization near 90% (0.85-0.95, light to medium load)", "~0.90",
-         _fmt(ac), 0.85 <= ac <= 0.95),
+         _fmt(ac), _ok(0.85 <= ac <= 0.95)),
         ("fig5", "AG-DS utilization near 90% (0.85-0.95, light to medium load)", "~0.90",
-         _fmt(ag), 0.85 <= ag <= 0.95),
+         _fmt(ag), _ok(0.85 <= ag <= 0.95)),
         ("fig5", "feedback schedulers above EQUI-EQUI at light to medium load",
-         "AC-DS, AG-DS > EQUI-EQUI", f"{_fmt(ac)}, {_fmt(ag)} vs {_fmt(eq)}", min(ac, ag) > eq),
+         "AC-DS, AG-DS > EQUI-EQUI", f"{_fmt(ac)}, {_fmt(ag)} vs {_fmt(eq)}",
+         _ok(min(ac, ag) > eq)),
         ("fig5", "the gap to EQUI-EQUI narrows under heavy load", "narrower",
-         f"{_fmt(ac - eq)} light -> {_fmt(ach - eqh)} heavy", ach - eqh < ac - eq),
+         f"{_fmt(ac - eq)} light -> {_fmt(ach - eqh)} heavy", _ok(ach - eqh < ac - eq)),
     ]
 
 
@@ -164,18 +178,19 @@ def _v6(f: dict[str, Any], s: Settings) -> list[Verdict]:
     for k in s.levels:
         row = f[f"K{k}"]
         if k in paper:
-            out.append(("fig6", f"AG-DS / AC-DS makespan at K = {k}", f"{paper[k]:.2f}",
-                        _fmt(row["agds_over_acds"]), row["agds_over_acds"] > 1.0))
+            out.append(("fig6", f"AC-DS beats AG-DS at K = {k} (AG-DS / AC-DS makespan)",
+                        f"{paper[k]:.2f}", _fmt(row["agds_over_acds"]),
+                        _sized(paper[k], row["agds_over_acds"])))
     first = [f[f"K{k}"]["acds_over_equi_fewest_jobs"] for k in s.levels]
     light = [f[f"K{k}"]["acds_over_equi_light"] for k in s.levels]
     heavy = [f[f"K{k}"]["acds_over_equi_heavy"] for k in s.levels]
     out.append(("fig6", f"EQUI-EQUI better only with few jobs (AC-DS / EQUI-EQUI > 1 at "
                         f"{s.jobs[0]} jobs, < 1 on average at light-medium load)",
                 "> 1 at few jobs, < 1 after", f"{_fmt(np.mean(first))} at {s.jobs[0]}, "
-                f"{_fmt(np.mean(light))} light", np.mean(first) > 1 > np.mean(light)))
+                f"{_fmt(np.mean(light))} light", _ok(np.mean(first) > 1 > np.mean(light))))
     out.append(("fig6", "AC-DS / EQUI-EQUI moves toward 1 under heavy load", "converges",
                 f"{_fmt(np.mean(light))} light -> {_fmt(np.mean(heavy))} heavy",
-                abs(np.mean(heavy) - 1) < abs(np.mean(light) - 1)))
+                _ok(abs(np.mean(heavy) - 1) < abs(np.mean(light) - 1))))
     return out
 
 
@@ -186,16 +201,17 @@ def _v7(f: dict[str, Any], s: Settings) -> list[Verdict]:
     if zero is not None:
         lo, hi = zero[f"QF={qfs[0]}"], zero[f"QF={qfs[-1]}"]
         out.append(("fig7", f"EQUI-EQUI / AC-DS at QF = {qfs[0]}, CF = 0", "1.13", _fmt(lo),
-                    lo > 1.0))
-        out.append(("fig7", f"the ratio falls toward 1 as QF grows (QF = {qfs[-1]})", "1.02",
-                    _fmt(hi), hi < lo))
+                    _sized(1.13, lo)))
+        out.append(("fig7", f"the ratio falls toward 1 as QF grows (QF = {qfs[-1]}, "
+                            f"ratio below QF = {qfs[0]}'s and above 1)", "1.02", _fmt(hi),
+                    _ok(1 <= hi < lo)))
     tenth = f.get("CF=0.1")
     if zero is not None and tenth is not None:
         drops = {q: zero[f"QF={q}"] - tenth[f"QF={q}"] for q in qfs}
         worst = max(drops, key=lambda q: drops[q])
         out.append(("fig7", "CF = 1/10 hurts AC-DS most at QF = 1 (largest drop of the ratio)",
                     "QF = 1", f"largest drop at QF = {worst} ({drops[worst]:+.3f})",
-                    worst == qfs[0]))
+                    _ok(worst == qfs[0])))
     return out
 
 
@@ -205,5 +221,5 @@ def _v8(f: dict[str, Any]) -> list[Verdict]:
         row = f.get(f"CF={cf}")
         if row is not None:
             out.append(("fig8", f"best QF at CF = {cf}", f"QF = {paper}",
-                        f"QF = {row['best_QF']}", row["best_QF"] == paper))
+                        f"QF = {row['best_QF']}", _ok(row["best_QF"] == paper)))
     return out

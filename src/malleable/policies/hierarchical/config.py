@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from malleable.errors import InputError
@@ -41,9 +41,9 @@ class TreeConfig:
 
     levels: tuple[str, ...] = ("site", "group")
     quantum: float = 60.0
-    quanta: QuantumPattern = QuantumPattern((1, 1, 1))
+    quanta: QuantumPattern = field(default_factory=lambda: QuantumPattern((1, 1, 1)))
     rule: Rule = Rule.DEQ
-    greedy: AGreedyParams = AGreedyParams()
+    greedy: AGreedyParams = field(default_factory=AGreedyParams)
 
     @property
     def depth(self) -> int:

@@ -108,37 +108,35 @@ def deq_grouped(desires: FloatArray, groups: IntArray, budgets: FloatArray,
     """DEQ for many nodes at once.
 
     ``desires[i]`` is child ``i``'s desire and ``groups[i]`` the index of its parent in
-    ``budgets``. Returns each child's allocation. Each pass of the loop is one level of
-    Algorithm 1's recursion, done for every parent together.
+    ``budgets``. Returns each child's allocation. Parents whose children's desires all
+    fit are served at once; for the others each pass of the loop is one level of
+    Algorithm 1's recursion, done for all of them together.
     """
     n_groups = len(budgets)
-    wants = np.ceil(desires - TOLERANCE) if integral else desires.astype(np.float64)
+    wants = np.asarray(desires, dtype=np.float64)
     if integral:
-        wants = np.where(np.isinf(desires), desires, np.maximum(wants, 0.0))
-    alloc = np.zeros(len(desires))
-    open_ = np.ones(len(desires), dtype=bool)
-    left = budgets.astype(np.float64).copy()
-    count = np.bincount(groups, minlength=n_groups).astype(np.float64)
-    while True:
-        idx = np.flatnonzero(open_)
-        if idx.size == 0:
-            return alloc
-        g = groups[idx]
-        if integral:
-            fits = wants[idx] * count[g] <= left[g]
-        else:
-            fits = wants[idx] <= (left[g] / count[g]) * (1 + TOLERANCE)
+        wants = np.where(np.isinf(wants), wants, np.maximum(np.ceil(wants - TOLERANCE), 0.0))
+    alloc = np.zeros(len(wants))
+    left = np.asarray(budgets, dtype=np.float64).copy()
+    total = np.bincount(groups, wants, n_groups)
+    slack = 1.0 if integral else 1 + TOLERANCE
+    fits_all = (total <= left * slack)[groups]
+    alloc[fits_all] = wants[fits_all]
+    idx = np.flatnonzero(~fits_all)
+    g, w = groups[idx], wants[idx]
+    count = np.bincount(g, minlength=n_groups).astype(np.float64)
+    while idx.size:
+        fits = w * count[g] <= left[g] if integral else w <= left[g] / count[g] * slack
         if not fits.any():
             break
-        served = idx[fits]
-        alloc[served] = wants[served]
-        open_[served] = False
-        left = np.maximum(0.0, left - np.bincount(groups[served], wants[served], n_groups))
-        count -= np.bincount(groups[served], minlength=n_groups)
-    if integral:
-        alloc[idx] = _integral_shares(idx, g, wants[idx], left, count)
-    else:
-        alloc[idx] = left[g] / count[g]
+        alloc[idx[fits]] = w[fits]
+        left = np.maximum(0.0, left - np.bincount(g[fits], w[fits], n_groups))
+        count -= np.bincount(g[fits], minlength=n_groups)
+        keep = ~fits
+        idx, g, w = idx[keep], g[keep], w[keep]
+    if idx.size:
+        alloc[idx] = (_integral_shares(idx, g, w, left, count) if integral
+                      else left[g] / count[g])
     return alloc
 
 

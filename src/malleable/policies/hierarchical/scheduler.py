@@ -29,6 +29,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -135,15 +136,15 @@ class TreeScheduler:
         act = jobs.active
         leaf = jobs.leaf[act]
         desire = self._job_desires(jobs)[act]
-        d = np.bincount(leaf, desire, minlength=self.layout.count(2))
+        d = _sum(leaf, desire, self.layout.count(2))
         c = np.bincount(leaf, minlength=self.layout.count(2)).astype(np.float64)
         desires = {2: self._capped(d, 2)}
         counts = {2: c}
         for level in range(3, top + 1):
             parent = self.layout.parent(level - 1)
             n = self.layout.count(level)
-            desires[level] = self._capped(np.bincount(parent, desires[level - 1], n), level)
-            counts[level] = np.bincount(parent, counts[level - 1], n)
+            desires[level] = self._capped(_sum(parent, desires[level - 1], n), level)
+            counts[level] = _sum(parent, counts[level - 1], n)
         return desires, counts
 
     def _capped(self, desire: FloatArray, level: int) -> FloatArray:
@@ -179,10 +180,10 @@ class TreeScheduler:
         moved = float(gain_jobs.sum() + sum(g.sum() for g in gains.values()))
         if moved == 0 or not self._cost.any():
             return np.zeros(len(new_jobs)), moved
-        below = {2: np.bincount(jobs.leaf, gain_jobs, self.layout.count(2))}
+        below = {2: _sum(jobs.leaf, gain_jobs, self.layout.count(2))}
         for level in range(3, top):
-            below[level] = np.bincount(self.layout.parent(level - 1), below[level - 1],
-                                       self.layout.count(level))
+            below[level] = _sum(self.layout.parent(level - 1), below[level - 1],
+                                self.layout.count(level))
         factor = np.zeros(self.layout.count(top))  # nodes at ``top`` gain nothing
         for level in range(top - 1, 1, -1):
             per_unit = np.divide(gains[level], below[level], out=np.zeros_like(gains[level]),
@@ -190,3 +191,8 @@ class TreeScheduler:
             factor = per_unit + factor[self.layout.parent(level)]
         per_job = 1.0 + factor[jobs.leaf] if top > 2 else np.ones(len(new_jobs))
         return self._cost[jobs.leaf] * gain_jobs * per_job, moved
+
+
+def _sum(groups: IntArray, weights: FloatArray, n: int) -> FloatArray:
+    """Per-group sums of ``weights`` (``n`` groups)."""
+    return cast(FloatArray, np.bincount(groups, weights, n))

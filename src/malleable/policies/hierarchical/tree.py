@@ -29,12 +29,11 @@ class TreeLayout:
 
     ``parents[i]`` maps the nodes of level ``i + 2`` to their parents at level
     ``i + 3`` (so there are ``K - 2`` arrays); ``counts[i]`` is the number of nodes at
-    level ``i + 2``. ``names[i]``, when given, names the nodes of level ``i + 2``.
+    level ``i + 2``.
     """
 
     counts: tuple[int, ...]
     parents: tuple[IntArray, ...]
-    names: tuple[tuple[str, ...], ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.counts) < 1:
@@ -44,8 +43,6 @@ class TreeLayout:
                              f"arrays, not {len(self.parents)}")
         for i, parent in enumerate(self.parents):
             self._check_level(i, parent)
-        if self.names and [len(n) for n in self.names] != list(self.counts):
-            raise ValueError("names must give one name per node of every level")
 
     def _check_level(self, i: int, parent: IntArray) -> None:
         if len(parent) != self.counts[i]:

@@ -149,6 +149,7 @@ class _Group:
     allotted: FloatArray = field(init=False)
     satisfied: IntArray = field(init=False)
     order: IntArray = field(init=False)
+    released: FloatArray = field(init=False)
     ptr: int = 0
     active: IntArray = field(init=False)
 
@@ -160,20 +161,21 @@ class _Group:
         self.held, self.allotted = np.zeros(n), np.zeros(n)
         self.satisfied = np.zeros(n, dtype=np.int64)
         self.order = np.argsort(self.release, kind="stable")
+        self.released = self.release[self.order]
         self.active = np.zeros(0, dtype=np.int64)
 
     @property
     def next_release(self) -> float:
-        return float(self.release[self.order[self.ptr]]) if self.ptr < len(self.order) \
-            else math.inf
+        return float(self.released[self.ptr]) if self.ptr < len(self.order) else math.inf
 
     @property
     def busy(self) -> bool:
         return self.ptr < len(self.order) or self.active.size > 0
 
     def admit(self, step: int) -> None:
-        released = self.release[self.order]
-        upto = int(np.searchsorted(released, step + _EPS, side="right"))
+        if self.ptr >= len(self.order) or self.released[self.ptr] > step + _EPS:
+            return
+        upto = int(np.searchsorted(self.released, step + _EPS, side="right"))
         if upto > self.ptr:
             self.active = np.concatenate([self.active, self.order[self.ptr:upto]])
             self.ptr = upto
@@ -244,10 +246,12 @@ def _outcomes(runs: Sequence[RunSpec], groups: dict[Rule, _Group | None], steps:
     taken = {rule: 0 for rule in Rule}
     out = []
     for run in runs:
-        g = groups[run.algorithm.rule]
-        assert g is not None  # every run's rule has a group
-        sl = slice(taken[run.algorithm.rule], taken[run.algorithm.rule] + len(run.jobs))
-        taken[run.algorithm.rule] = sl.stop
+        rule = run.algorithm.rule
+        g = groups[rule]
+        if g is None:  # cannot happen: every run's rule has a group
+            raise RuntimeError(f"no group for rule {rule}")
+        sl = slice(taken[rule], taken[rule] + len(run.jobs))
+        taken[rule] = sl.stop
         out.append(Outcome(g.completion[sl], g.held[sl], g.allotted[sl], g.satisfied[sl], steps))
     return out
 

@@ -71,6 +71,10 @@ class DowneyParams:
         return load * self.processors / self.mean_work
 
 
+#: Table 1 with the default time scale.
+DEFAULT_PARAMS = DowneyParams()
+
+
 @dataclass(frozen=True)
 class JobSet:
     """Jobs as flat arrays; job ``i``'s segments are ``start[i]:start[i+1]``."""
@@ -113,7 +117,7 @@ def shape_table(segments: int) -> FloatArray:
 
 
 def build_jobs(release: FloatArray, work: FloatArray, parallelism: FloatArray,
-               rng: np.random.Generator, params: DowneyParams = DowneyParams(),
+               rng: np.random.Generator, params: DowneyParams = DEFAULT_PARAMS,
                profiles: Sequence[Profile] = PROFILES) -> JobSet:
     """Cut each job into phases of curves drawn from ``profiles`` (module docstring)."""
     seg = params.segments
@@ -134,20 +138,8 @@ def build_jobs(release: FloatArray, work: FloatArray, parallelism: FloatArray,
                   a[first] if len(job) else np.zeros(0), heights.reshape(-1), spans, start)
 
 
-def downey_jobs(n: int, rng: np.random.Generator, params: DowneyParams = DowneyParams(),
+def downey_jobs(n: int, rng: np.random.Generator, params: DowneyParams = DEFAULT_PARAMS,
                 profiles: Sequence[Profile] = PROFILES) -> JobSet:
     """``n`` malleable jobs of Downey's model with Poisson arrivals."""
     release, work, parallelism = sample_downey(n, rng, params)
     return build_jobs(release, work, parallelism, rng, params, profiles)
-
-
-def concat(sets: list[JobSet]) -> JobSet:
-    """Several job sets as one (for batched simulation)."""
-    offsets = np.cumsum([0] + [len(s.heights) for s in sets])
-    start = np.concatenate([s.start[:-1] + off for s, off in zip(sets, offsets, strict=False)]
-                           + [offsets[-1:]]).astype(np.int64)
-    return JobSet(np.concatenate([s.release for s in sets]),
-                  np.concatenate([s.work for s in sets]),
-                  np.concatenate([s.parallelism for s in sets]),
-                  np.concatenate([s.heights for s in sets]),
-                  np.concatenate([s.spans for s in sets]), start)

@@ -26,7 +26,7 @@ from malleable.sim.quantum.engine import (
     RunSpec,
     simulate_many,
 )
-from malleable.sim.quantum.jobs import DowneyParams, JobSet, downey_jobs
+from malleable.sim.quantum.jobs import DEFAULT_PARAMS, DowneyParams, JobSet, downey_jobs
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -42,7 +42,7 @@ class Scenario:
 
 
 def scenario(levels: int, jobs: int, seed: Sequence[int],
-             params: DowneyParams = DowneyParams()) -> Scenario:
+             params: DowneyParams = DEFAULT_PARAMS) -> Scenario:
     """The scenario of ``seed`` (a tuple of ints, e.g. ``(base, n, repetition)``).
 
     The jobs depend on ``seed`` only, so trees of different depths get the same jobs;
