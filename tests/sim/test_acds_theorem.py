@@ -55,7 +55,7 @@ def test_makespan_within_theorem_1_and_lemma_1(levels: int, n: int, max_par: flo
                                                profiles: tuple[Profile, ...]) -> None:
     params = DowneyParams(work_scale=2e-4, max_parallelism=max_par)
     runs, sets = [], []
-    for seed in range(6):
+    for seed in range(3):
         jobs = _job_set(n, 100 * levels + seed, params, profiles)
         rng = np.random.default_rng(seed)
         tree = random_tree(levels, rng)

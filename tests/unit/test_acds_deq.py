@@ -79,7 +79,7 @@ def test_grouped_handles_several_parents_at_once() -> None:
 _desires = st.lists(st.floats(0, 100, allow_nan=False), min_size=0, max_size=12)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(_desires, st.floats(0, 300, allow_nan=False))
 def test_grouped_fractional_matches_algorithm_1(desires: list[float], budget: float) -> None:
     got = deq_grouped(np.array(desires), np.zeros(len(desires), dtype=np.int64),
@@ -89,7 +89,7 @@ def test_grouped_fractional_matches_algorithm_1(desires: list[float], budget: fl
     assert np.all(got <= np.array(desires) * (1 + 1e-9) + 1e-12)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(_desires, st.integers(0, 300))
 def test_grouped_integral_matches_the_scalar_form(desires: list[float], budget: int) -> None:
     got = deq_grouped(np.array(desires), np.zeros(len(desires), dtype=np.int64),
@@ -103,7 +103,7 @@ def test_grouped_integral_matches_the_scalar_form(desires: list[float], budget: 
         assert sum(want) == budget
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.floats(0, 50, allow_nan=False)), max_size=20),
        st.lists(st.floats(0, 100, allow_nan=False), min_size=4, max_size=4))
 def test_grouping_is_the_same_as_one_call_per_parent(children: list[tuple[int, float]],
