@@ -61,3 +61,10 @@ def test_bad_options_exit_2_with_one_line(tmp_path: Path, capsys: pytest.Capture
     assert main(["experiment", "acds", "--quick", "--out", str(tmp_path), *bad]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("malleable: error:")
+
+
+def test_integral_allocation_runs_the_same_sweep_in_whole_processors() -> None:
+    settings = _tiny()
+    whole = _numbers(run_all(replace(settings, integral=True)))
+    assert whole.keys() == _numbers(run_all(settings)).keys()
+    assert all(0 < u <= 1 for runs in whole.values() for _, u in runs)
