@@ -125,6 +125,13 @@ def test_upper_levels_keep_their_allocation_until_their_quantum_ends() -> None:
     assert _actions(policy, _view(20.0, cluster("a", 32, jobs))) == [Grow("a1", 16)]
 
 
+def test_rule_equi_ignores_desires_and_splits_equally() -> None:
+    a, b = _spec("a", group="ga"), _spec("b", group="gb")
+    jobs = [_run(a, 2, 1.0, parallelism=1.0), _run(b, 2, 1.0, parallelism=30.0)]
+    got = _actions(_policy(rule="equi"), _view(0.0, cluster("a", 20, jobs)))
+    assert got == [Grow("a", 8), Grow("b", 8)]
+
+
 def test_grouping_by_user_is_a_level_of_its_own() -> None:
     u1, u2 = _spec("u1", user="ann"), _spec("u2", user="bob")
     policy = _policy(levels=["site", "user"])
