@@ -23,6 +23,7 @@ BUILTIN: dict[str, str] = {
     "fpsma": "malleable.policies.factories:fpsma",
     "egs": "malleable.policies.factories:egs",
     "equipartition": "malleable.policies.factories:equipartition",
+    "fcfs": "malleable.policies.fcfs:FCFS",
 }
 
 Factory = Callable[..., Policy]
