@@ -33,6 +33,7 @@ class _Job:
     last: float = 0.0
     paused_until: float = 0.0
     releasing: int = 0
+    resized_at: float = 0.0
     version: int = 0
     view: RunningJob | None = None
 
@@ -75,7 +76,7 @@ class SimCluster:
         self._account(now)
         self.idle -= size
         self._mark()
-        job = _Job(spec, time_model(spec), size, now, managed, last=now)
+        job = _Job(spec, time_model(spec), size, now, managed, last=now, resized_at=now)
         self._jobs[spec.id] = job
         self._schedule_end(job)
         if managed:
@@ -143,7 +144,7 @@ class SimCluster:
     def _view(self, job: _Job) -> RunningJob:
         if job.view is None:
             job.view = RunningJob(job.spec, self.name, job.size, job.start, job.managed,
-                                  job.releasing)
+                                  job.releasing, resized_at=job.resized_at)
         return job.view
 
     def _advance(self, job: _Job, now: float) -> None:
@@ -178,6 +179,7 @@ class SimCluster:
         now = self.engine.now
         self._advance(job, now)
         job.size = size
+        job.resized_at = now
         job.view = None
         if self.reconfig_cost > 0:
             job.paused_until = max(job.paused_until, now) + self.reconfig_cost
