@@ -123,9 +123,11 @@ class EasyDmrPolicy:
     def _resize_cluster(self, due: list[RunningJob], plan: Plan, left: list[WaitingJob],
                         name: str) -> Answers:
         records = candidates(left, plan.capacity[name])
+        sizes = [low for _, low in records]
         rule = granular_resize if self.multiples else dmr_resize
         for job in due:
-            sizes = [low for _, low in records]
+            if self._idle(job, plan.free[name], bool(sizes)):
+                continue
             decision = rule(job.size, limits_of(job), plan.free[name], sizes)
             if decision.kind is ResizeKind.EXPAND:
                 accepted = int((yield Grow(job.id, decision.target - job.size)) or 0)
@@ -137,6 +139,17 @@ class EasyDmrPolicy:
                 if (yield from self._start(left[index].spec, plan, name)):
                     del left[index]
                     records = candidates(left, plan.capacity[name])
+                    sizes = [low for _, low in records]
+
+    def _idle(self, job: RunningJob, free: int, pending: bool) -> bool:
+        """True when Algorithm 2 surely answers none (spares evaluating it).
+
+        A job can grow only with free nodes (with multiples: at least its size) and
+        shrinks only above its preferred size for a waiting job.
+        """
+        needed = job.size if self.multiples else 1
+        preferred = job.spec.preferred_size or job.spec.initial_size
+        return free < needed and not (pending and job.size > preferred)
 
     def _start(self, spec: JobSpec, plan: Plan, name: str) -> Generator[Action, int | None, bool]:
         size = start_size(spec, plan.free[name])

@@ -44,6 +44,7 @@ from malleable.model import (
     JobSpec,
     Place,
     Reject,
+    SizeRule,
     View,
     WaitingJob,
 )
@@ -153,18 +154,17 @@ def _shadow(free: int, ends: Iterable[tuple[float, int]], need: int,
     return math.inf, free
 
 
-def easy_schedule(queue: Sequence[WaitingJob], plan: Plan,
-                  first: Iterable[str] = ()) -> Generator[Action, int | None, list[WaitingJob]]:
-    """Place what FCFS + EASY allows; return the jobs left waiting, in order.
-
-    ``first`` names jobs that go before the others (the DMRlib study gives that
-    priority to a job a shrink made room for).
-    """
-    order = _ordered(queue, first)
+def easy_schedule(queue: Sequence[WaitingJob],
+                  plan: Plan) -> Generator[Action, int | None, list[WaitingJob]]:
+    """Place what FCFS + EASY allows; return the jobs left waiting, in order."""
+    order = list(queue)
     largest = max(plan.capacity.values(), default=0)
     left: list[WaitingJob] = []
     reservation: Reservation | None = None
     most_free = max(plan.free.values(), default=0)
+    # Free and extra nodes only shrink during a pass, so a job that could not start
+    # cannot either for any later job asking the same (sizes, rule, wall time).
+    failed: set[tuple[int, int, SizeRule, float | None]] = set()
     for i, waiting in enumerate(order):
         if most_free <= 0 and reservation is not None:
             # nothing can start: the rest waits as it is (a job too big for every
@@ -172,7 +172,8 @@ def easy_schedule(queue: Sequence[WaitingJob], plan: Plan,
             return left + order[i:]
         spec = waiting.spec
         low = spec.initial_size if spec.kind is _MALLEABLE else spec.min_size
-        if low > most_free and low <= largest:  # the common case in a long queue: skip fast
+        key = (low, spec.max_size, spec.size_rule, spec.walltime)
+        if (low > most_free and low <= largest) or key in failed:  # the common, fast case
             left.append(waiting)
             if reservation is None:
                 reservation = plan.reserve(spec)
@@ -180,20 +181,14 @@ def easy_schedule(queue: Sequence[WaitingJob], plan: Plan,
         if low > largest:
             yield Reject(spec.id, f"needs {low} nodes, the largest cluster offers {largest}")
             continue
-        if most_free < low or not (yield from _try_start(spec, plan, reservation)):
+        if not (yield from _try_start(spec, plan, reservation)):
+            failed.add(key)
             left.append(waiting)
             if reservation is None:
                 reservation = plan.reserve(spec)
             continue
         most_free = max(plan.free.values())
     return left
-
-
-def _ordered(queue: Sequence[WaitingJob], first: Iterable[str]) -> list[WaitingJob]:
-    ahead = set(first)
-    if not ahead:
-        return list(queue)
-    return ([w for w in queue if w.id in ahead] + [w for w in queue if w.id not in ahead])
 
 
 def _try_start(spec: JobSpec, plan: Plan,

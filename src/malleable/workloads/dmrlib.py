@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from malleable.model import JobKind, JobSpec
-from malleable.workloads.dmrlib_apps import APPS, App, app_named
+from malleable.workloads.dmrlib_apps import APPS, BY_MODEL, App, app_named
 from malleable.workloads.feitelson import FeitelsonModel, arrivals
 from malleable.workloads.swf import SwfWorkload
 
@@ -180,7 +180,8 @@ def job_spec(app: App, version: Version, job_id: str, submit: float,
 
 def interval(spec: JobSpec, size: int) -> float:
     """Seconds between reconfiguration points of a study job (its application's rule)."""
-    return app_named(spec.app).reconfig_interval(spec, size)
+    app = BY_MODEL.get(spec.app) or app_named(spec.app)
+    return app.reconfig_interval(spec, size)
 
 
 def versions_of(specs: Sequence[JobSpec]) -> dict[str, int]:
