@@ -70,7 +70,9 @@ def fig5_evolution(study: Study, out: Path) -> Path:
     """Allocated nodes, running and completed jobs over time, pure moldable vs flexible."""
     n = study.table7_jobs
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
-    for version in (Version.PURE_MOLDABLE, Version.FLEXIBLE):
+    versions = (Version.PURE_MOLDABLE, Version.FLEXIBLE)
+    width = max(1.0, max(study.version(n, v).workload_time for v in versions) / 100)
+    for version in versions:
         o = study.version(n, version)
         color = COLORS[version]
         if o.busy:
@@ -79,13 +81,12 @@ def fig5_evolution(study: Study, out: Path) -> Path:
         if o.running:
             top.step([t for t, _ in o.running], [c for _, c in o.running], where="post",
                      color=color, label=f"running jobs ({version.value})")
-        width = max(1.0, o.workload_time / 100)
         bins = completed_per_bin(o.ends, width)
         bottom.bar([t for t, _ in bins], [c for _, c in bins], width=width, align="edge",
-                   alpha=0.5, color=color, label=f"{version.value} ({width:.0f} s bins)")
+                   alpha=0.5, color=color, label=version.value)
     top.set(ylabel="nodes / jobs", title=f"Fig. 5: {n}-job workload, moldable submission")
     top.legend(fontsize=8)
-    bottom.set(xlabel="time (s)", ylabel="completed jobs per bin")
+    bottom.set(xlabel="time (s)", ylabel=f"jobs completed per {width:.0f} s")
     bottom.legend(fontsize=8)
     return _save(fig, out / "fig5_evolution.png")
 
@@ -113,7 +114,7 @@ def fig8_workload(study: Study, out: Path) -> Path:
     twin.set_ylim(bottom=0)
     left.set_title("Fig. 8a: workload completion time")
     left.legend(fontsize=8, loc="upper left")
-    twin.legend(fontsize=8, loc="upper center")
+    twin.legend(fontsize=8, loc="center left")
     _bars(right, study, lambda o: o.mean_execution, "mean job execution time (s)")
     right.set_title("Fig. 8b: mean job execution time")
     return _save(fig, out / "fig8_workload_time.png")
