@@ -26,6 +26,7 @@ BUILTIN: dict[str, str] = {
     "dmr": "malleable.policies.dmr:dmr",
     "easy": "malleable.policies.easy:easy",
     "easy-dmr": "malleable.policies.dmr_study:easy_dmr",
+    "fcfs": "malleable.policies.fcfs:FCFS",
 }
 
 Factory = Callable[..., Policy]
