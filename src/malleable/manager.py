@@ -97,7 +97,6 @@ class Manager:
     _queue: dict[str, WaitingJob] = field(default_factory=dict)
     _where: dict[str, str] = field(default_factory=dict)
     _active: set[str] = field(default_factory=set)
-    placed_last_cycle: int = 0
 
     # -------------------------------------------------------------- submissions
 
@@ -145,7 +144,6 @@ class Manager:
             answer = self._apply(action, now, placed, deferred)
             applied += 1
         self._settle_queue(placed, deferred, now)
-        self.placed_last_cycle = len(placed)
         return applied
 
     def _drain_events(self) -> None:
