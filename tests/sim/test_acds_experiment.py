@@ -20,7 +20,7 @@ def test_quick_sweep_writes_every_figure_the_report_and_the_key_numbers(
     payload = json.loads(capsys.readouterr().out)
     for name in FILES.values():
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert json.loads((out / "results.json").read_text()) == payload
+    assert json.loads((out / "summary.json").read_text()) == payload
     figures = payload["figures"]
     assert set(figures) == {"fig4", "fig5", "fig6", "fig7", "fig8", "diagnostics"}
     assert payload["settings"]["reps"] == 2

@@ -2,7 +2,7 @@
 
 Runs AC-DS, AG-DS and EQUI-EQUI on random scheduler trees of K = 2..5 levels with
 Downey jobs (256 processors), then the quantum-factor and reallocation-cost study at
-K = 5; draws the five figures, writes report.md (paper vs ours) and results.json.
+K = 5; draws the five figures, writes report.md (paper vs ours) and summary.json.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from malleable.errors import InputError
 from malleable.experiments.acds_figures import draw_all
 from malleable.experiments.acds_markdown import markdown
-from malleable.experiments.acds_plan import Chunk, Settings, chunks, run_all
+from malleable.experiments.acds_plan import Chunk, Results, Settings, chunks, run_all
 from malleable.experiments.acds_report import key_numbers, verdicts
 from malleable.sim.quantum.jobs import DowneyParams
 
@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, metavar="DIR",
-                        help="directory for the PNG figures, report.md and results.json")
+                        help="directory for the PNG figures, report.md and summary.json")
     parser.add_argument("--json", action="store_true",
                         help="print the key numbers per figure as one JSON object")
     parser.add_argument("--reps", type=int, default=None, metavar="N",
@@ -89,13 +89,13 @@ def run(args: argparse.Namespace) -> int:
                          source=str(out)) from None
     console = Console(stderr=True)
     start = time.monotonic()
-    results = _sweep(settings, args.workers, console)
+    results = _sweep(settings, args.workers, console, transient=args.json)
     elapsed = time.monotonic() - start
     numbers = key_numbers(results, settings)
     draw_all(results, settings, out)
     (out / "report.md").write_text(markdown(numbers, settings, elapsed))
     payload = _payload(numbers, settings, elapsed)
-    (out / "results.json").write_text(json.dumps(payload, indent=2) + "\n")
+    (out / "summary.json").write_text(json.dumps(payload, indent=2) + "\n")
     if args.json:
         print(json.dumps(payload))
     else:
@@ -103,11 +103,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sweep(settings: Settings, workers: int, console: Console) -> Any:
+def _sweep(settings: Settings, workers: int, console: Console, transient: bool) -> Results:
     todo = chunks(settings)
     with Progress(TextColumn("[bold]AC-DS sweep"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("jobs simulated"), TimeElapsedColumn(), console=console,
-                  transient=False) as progress:
+                  transient=transient) as progress:
         task = progress.add_task("sweep", total=sum(c.jobs for c in todo))
 
         def done(chunk: Chunk) -> None:
@@ -134,5 +134,5 @@ def _payload(numbers: dict[str, Any], s: Settings, elapsed: float) -> dict[str, 
 def _summary(console: Console, payload: dict[str, Any], out: Path) -> None:
     held = sum(1 for f in payload["findings"] if f["holds"])
     console.print(f"{held} of {len(payload['findings'])} findings of the paper hold here; "
-                  f"figures, report.md and results.json in {out} "
+                  f"figures, report.md and summary.json in {out} "
                   f"({payload['elapsed_s']:.1f} s)")
