@@ -133,6 +133,8 @@ class SimCluster:
             self._finish(job, JobState.CANCELLED)
 
     def drain_events(self) -> Sequence[JobEvent]:
+        if not self._events:
+            return ()
         events, self._events = self._events, []
         return events
 
