@@ -118,17 +118,23 @@ class Cem:
         return cls(work=hosts * runtime / iterations, iterations=iterations)
 
     def runtime(self, hosts: Mapping[str, int], platform: Platform) -> float:
-        used = [(c, n) for c, n in hosts.items() if n > 0]
+        power = 0.0
+        total = 0
+        san = 0.0
+        used = []
+        for cid, n in hosts.items():
+            if n > 0:
+                info = platform.info(cid)
+                power += n * info.speed
+                total += n
+                san = max(san, info.san_latency)
+                used.append(cid)
         if not used:
             return math.inf
-        power = sum(n * platform.info(c).speed for c, n in used)
-        total = sum(n for _, n in used)
-        san = max(platform.info(c).san_latency for c, _ in used)
         step = self.work / power + self.collectives * san * math.ceil(math.log2(total + 1))
         if len(used) > 1:
-            worst = max(platform.latency(a, b) for a, _ in used for b, _ in used if a < b)
-            bandwidth = min((lk.bandwidth for lk in platform.links), default=1.25e8)
-            step += self.wan_messages * (worst + self.wan_bytes / bandwidth)
+            worst = max(platform.latency(a, b) for a in used for b in used if a < b)
+            step += self.wan_messages * (worst + self.wan_bytes / platform.bandwidth)
         return self.iterations * step + self.setup * len(used)
 
 

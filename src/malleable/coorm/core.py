@@ -199,11 +199,11 @@ class CooRMCore:
         times = [h.release for h in self.holds]
         times += [a.deadline + self.config.kill_grace for a in self.apps.values()
                   if a.state == "running"]
-        times += [a.planned for a in self.apps.values() if a.state == "waiting"]
-        soonest = min(times, default=INF)
+        runnable = self._last_run + self.config.repolicy_interval
+        planned = [a.planned for a in self.apps.values() if a.state == "waiting"]
         if self._dirty:
-            soonest = min(soonest, self._last_run + self.config.repolicy_interval)
-        return soonest
+            planned.append(runnable)
+        return min(min(times, default=INF), max(min(planned, default=INF), runnable))
 
     def _expire(self, now: float) -> None:
         kept = []

@@ -59,6 +59,7 @@ class Launcher:
         self.sent: Request | None = None
         self._memo: dict[ViewKey, Choice] = {}
         self._platform: Platform | None = None
+        self._profiles: dict[str, tuple[Steps, Profile]] = {}
 
     # ---------------------------------------------------------------- inputs
 
@@ -122,10 +123,18 @@ class Launcher:
             self._platform = Platform(tuple(known), self.links)
         return self._platform
 
+    def _profile(self, cid: str) -> Profile:
+        steps = self.caps[cid]
+        cached = self._profiles.get(cid)
+        if cached is None or cached[0] is not steps:
+            cached = (steps, Profile.from_steps(self.infos[cid].hosts, steps))
+            self._profiles[cid] = cached
+        return cached[1]
+
     def _select(self) -> Choice:
         platform = self.platform()
         clusters = [c for c in sorted(self.caps) if c in self.infos]
-        profiles = {c: Profile.from_steps(self.infos[c].hosts, self.caps[c]) for c in clusters}
+        profiles = {c: self._profile(c) for c in clusters}
         after = max(steps[0][0] for steps in self.caps.values())
         if isinstance(self.app, Cem):
             return cem_select(self.app, profiles, platform, clusters, after)

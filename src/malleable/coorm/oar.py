@@ -59,12 +59,13 @@ class OarSimulation:
     """Discrete-event simulation of the OAR-like moldable scheduler."""
 
     def __init__(self, platform: Platform, jobs: Sequence[SimJob],
-                 repolicy_interval: float = 1.0, release_delay: float = 0.0) -> None:
+                 repolicy_interval: float = 1.0, release_delay: float = 0.0,
+                 count_json: bool = False) -> None:
         self.platform = platform
         self.jobs = sorted(jobs, key=lambda j: j.submit)
         self.interval = repolicy_interval
         self.release_delay = release_delay
-        self.traffic = Traffic()
+        self.traffic = Traffic(json=count_json)
         self.results = {j.name: JobResult(j.name, j.app.kind, j.submit) for j in self.jobs}
         self.free = {c.cid: [f"{c.cid}-h{k:04d}" for k in range(c.hosts)]
                      for c in platform.clusters}

@@ -262,7 +262,7 @@ def _info_dict(i: ClusterInfo) -> dict[str, Any]:
 def _change_dict(ch: Change) -> dict[str, Any]:
     out: dict[str, Any] = {"cid": ch.cid, "type": ch.type}
     if ch.cap is not None:
-        out["cap"] = [[_finite(t, "cap time"), n] for t, n in ch.cap]
+        out["cap"] = ch.cap  # pairs become JSON arrays; encode() refuses inf and nan
     return out
 
 
@@ -379,6 +379,12 @@ def cdr_size(msg: Message) -> int:
     as a 4-byte length + bytes + NUL padded to 4, sequences as a 4-byte count +
     items; struct field names are not sent (map keys are).
     """
+    if isinstance(msg, ChangeNotify):  # the bulk of the traffic: counted directly
+        # type tag, change count; per change: cid, type enum, step count, and per step
+        # a double and a long aligned to 8 bytes
+        return _CDR_HEADER + 4 + 4 + sum(
+            _cdr(False, ch.cid) + 4 + 4 + (16 * len(ch.cap) if ch.cap is not None else 0)
+            for ch in msg.changes)
     body = to_dict(msg)
     body.pop("v")
     return _CDR_HEADER + 4 + sum(_cdr(k in _MAP_FIELDS, v) for k, v in body.items() if k != "type")

@@ -39,6 +39,7 @@ class Platform:
     links: tuple[Link, ...] = ()
     _latency: Mapping[tuple[str, str], float] = field(default_factory=dict, repr=False,
                                                       compare=False)
+    _by_id: Mapping[str, ClusterInfo] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         ids = [c.cid for c in self.clusters]
@@ -49,16 +50,19 @@ class Platform:
             table[(lk.a, lk.b)] = lk.latency
             table[(lk.b, lk.a)] = lk.latency
         object.__setattr__(self, "_latency", table)
+        object.__setattr__(self, "_by_id", {c.cid: c for c in self.clusters})
 
     @property
     def ids(self) -> tuple[str, ...]:
         return tuple(c.cid for c in self.clusters)
 
     def info(self, cid: str) -> ClusterInfo:
-        for c in self.clusters:
-            if c.cid == cid:
-                return c
-        raise KeyError(cid)
+        return self._by_id[cid]
+
+    @property
+    def bandwidth(self) -> float:
+        """The slowest inter-cluster link (bytes/s)."""
+        return min((lk.bandwidth for lk in self.links), default=WAN_BANDWIDTH)
 
     def latency(self, a: str, b: str) -> float:
         if a == b:

@@ -110,8 +110,7 @@ def _candidate_starts(profiles: Mapping[str, Profile], order: Sequence[str],
                       after: float) -> list[float]:
     times = {after}
     for cid in order:
-        for t, _ in profiles[cid].steps(after)[1:CEM_CANDIDATES + 1]:
-            times.add(t)
+        times.update(profiles[cid].breakpoints(after, CEM_CANDIDATES))
     return sorted(times)[:CEM_CANDIDATES]
 
 

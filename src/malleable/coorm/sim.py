@@ -76,11 +76,15 @@ class Traffic:
 
     messages: int = 0
     json_bytes: int = 0
+    """JSON bytes on the wire (counted only when ``json`` is set: encoding costs CPU)."""
     cdr_bytes: int = 0
+    """Bytes in the paper's CDR-like encoding (always counted)."""
+    json: bool = False
 
     def count(self, msg: Message) -> None:
         self.messages += 1
-        self.json_bytes += len(encode(msg))
+        if self.json:
+            self.json_bytes += len(encode(msg))
         self.cdr_bytes += cdr_size(msg)
 
 
@@ -127,10 +131,10 @@ class CooRMSimulation:
     """Run a workload through :class:`CooRMCore` with in-process launchers."""
 
     def __init__(self, platform: Platform, jobs: Sequence[SimJob],
-                 config: CoreConfig | None = None) -> None:
+                 config: CoreConfig | None = None, count_json: bool = False) -> None:
         self.core = CooRMCore(platform, config)
         self.jobs = list(jobs)
-        self.traffic = Traffic()
+        self.traffic = Traffic(json=count_json)
         self.results = {j.name: JobResult(j.name, j.app.kind, j.submit) for j in self.jobs}
         self._heap: list[Event] = []
         self._seq = itertools.count()
@@ -241,6 +245,6 @@ class CooRMSimulation:
 
 
 def simulate_coorm(platform: Platform, jobs: Sequence[SimJob],
-                   config: CoreConfig | None = None) -> SimResult:
+                   config: CoreConfig | None = None, count_json: bool = False) -> SimResult:
     """Run ``jobs`` under CooRM on ``platform`` (see :class:`CooRMSimulation`)."""
-    return CooRMSimulation(platform, jobs, config).run()
+    return CooRMSimulation(platform, jobs, config, count_json).run()
