@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -93,6 +94,15 @@ class CoreStats:
     views_sent: int = 0
     starts: int = 0
     kills: int = 0
+
+
+def same_future(old: Steps, new: Steps) -> bool:
+    """Whether ``old`` says the same as ``new`` from ``new``'s first time on."""
+    now = new[0][0]
+    i = bisect_right(old, (now, INF)) - 1
+    if i < 0:
+        return False
+    return old[i][1] == new[0][1] and old[i + 1:] == new[1:]
 
 
 class CooRMCore:
@@ -259,7 +269,7 @@ class CooRMCore:
         changes = []
         for cid, steps in fresh.items():
             old = app.caps.get(cid)
-            if old is None or old[0][1] != steps[0][1] or old[1:] != steps[1:]:
+            if old is None or not same_future(old, steps):
                 app.caps[cid] = steps
                 changes.append(Change(cid, AVAILABILITY, steps))
         app.view_changed = bool(changes)

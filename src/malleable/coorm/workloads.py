@@ -21,8 +21,8 @@ from pathlib import Path
 
 from malleable.coorm.apps import App, Amdahl, Cem, Rigid
 from malleable.coorm.sim import SimJob
-from malleable.coorm.swf import read_swf
 from malleable.errors import InputError
+from malleable.workloads.swf import read_swf
 
 WORKLOADS = ("W0", "W1", "W2", "W3")
 MOLDABLE_SHARE = 0.20
@@ -82,22 +82,23 @@ def swf_jobs(path: Path, count: int, pack: int, max_hosts: int,
              cores_per_host: int = 1) -> list[LegacyJob]:
     """Pack number ``pack`` (0-based) of ``count`` consecutive usable jobs of an SWF trace.
 
-    Jobs without a run time or processor count, or wider than ``max_hosts`` hosts,
-    are skipped (the paper's rigid jobs run within one cluster).
+    Read with the core's SWF reader; jobs wider than ``max_hosts`` hosts (of
+    ``cores_per_host`` processors) are skipped: the paper's rigid jobs run within
+    one cluster. A job without a requested time requests its run time.
     """
     usable: list[LegacyJob] = []
     wanted = (pack + 1) * count
-    for job in read_swf(path):
-        hosts = math.ceil(job.processors / cores_per_host) if job.processors > 0 else 0
-        if job.runtime <= 0 or not 1 <= hosts <= max_hosts:
+    for spec in read_swf(path).jobs:
+        hosts = math.ceil(spec.initial_size / cores_per_host)
+        runtime = spec.runtime or 0.0
+        if runtime <= 0 or not 1 <= hosts <= max_hosts:
             continue
-        walltime = max(job.requested_time, job.runtime)
-        usable.append(LegacyJob(hosts, job.runtime, walltime))
+        usable.append(LegacyJob(hosts, runtime, max(spec.walltime or runtime, runtime)))
         if len(usable) >= wanted:
             return usable[pack * count:]
     raise InputError(f"the trace has {len(usable)} usable jobs (at most {max_hosts} hosts of "
-                     f"{cores_per_host} cores, positive run time); pack {pack} of {count} "
-                     f"needs {wanted}: use a smaller --jobs or fewer instances", source=str(path))
+                     f"{cores_per_host} processors, positive run time); pack {pack} of {count} "
+                     f"jobs needs {wanted}: use fewer --jobs or --instances", source=str(path))
 
 
 def workload(name: str, pack: Sequence[LegacyJob], seed: int,
