@@ -112,7 +112,7 @@ class Cem:
                              f"{self.iterations}")
 
     @classmethod
-    def like(cls, hosts: int, runtime: float, per_iteration: float = 5.0) -> Cem:
+    def like(cls, hosts: int, runtime: float, per_iteration: float = 0.5) -> Cem:
         """A CEM instance that takes ``runtime`` on ``hosts`` speed-1 hosts (compute only)."""
         iterations = max(1, round(runtime / per_iteration))
         return cls(work=hosts * runtime / iterations, iterations=iterations)
