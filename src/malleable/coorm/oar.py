@@ -98,7 +98,8 @@ class OarSimulation:
     def _arrive(self, job: SimJob, now: float) -> None:
         json_len, cdr_len = submission_bytes(job, self.platform)
         self.traffic.messages += 1
-        self.traffic.json_bytes += json_len
+        if self.traffic.json:
+            self.traffic.json_bytes += json_len
         self.traffic.cdr_bytes += cdr_len
         self._waiting.append(job)
         self._dirty = True
@@ -181,6 +182,6 @@ class OarSimulation:
 
 
 def simulate_oar(platform: Platform, jobs: Sequence[SimJob], repolicy_interval: float = 1.0,
-                 release_delay: float = 0.0) -> SimResult:
+                 release_delay: float = 0.0, count_json: bool = False) -> SimResult:
     """Run ``jobs`` under the OAR-like baseline (see :class:`OarSimulation`)."""
-    return OarSimulation(platform, jobs, repolicy_interval, release_delay).run()
+    return OarSimulation(platform, jobs, repolicy_interval, release_delay, count_json).run()
