@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "malleable.commands.simulate",
     "malleable.commands.experiment",
     "malleable.commands.policies",
+    "malleable.coorm.command",
 )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 from dataclasses import asdict
@@ -27,7 +28,7 @@ from malleable.errors import InputError
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("coorm", help="CooRM service and launchers on the network",
-                            description=__doc__.splitlines()[0])
+                            description="Run a CooRM RMS on TCP, or one launcher against it.")
     coorm_sub = parser.add_subparsers(dest="coorm_command", metavar="ACTION")
     coorm_sub.required = True
     s = coorm_sub.add_parser("serve", help="run a CooRM service on TCP (JSON lines)",
@@ -67,10 +68,8 @@ def run_serve(args: argparse.Namespace) -> int:
     def ready(host: str, port: int) -> None:
         print(json.dumps({"listening": f"{host}:{port}"}), flush=True)
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(core, args.host, args.port, ready))
-    except KeyboardInterrupt:
-        pass
     return 0
 
 

@@ -16,6 +16,7 @@ import heapq
 import itertools
 import math
 import time
+from functools import partial
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -26,7 +27,6 @@ from malleable.coorm.resources import Platform
 from malleable.coorm.selection import best_single_cluster
 from malleable.coorm.sim import ARRIVAL, END, RMS, Event, JobResult, SimJob, SimResult, Traffic
 from malleable.coorm.sim import run_instant as _run_instant
-
 
 
 @dataclass(slots=True)
@@ -46,9 +46,10 @@ def submission_bytes(job: SimJob, platform: Platform) -> tuple[int, int]:
         if isinstance(app, Cem):
             raise ValueError("the OAR-like baseline cannot enumerate CEM configurations")
         upto = app.max_hosts(info.hosts)
-        walltimes = app.walltimes(info.speed, upto) if upto else []
-        configs += [(info.cid, n + 1, float(w)) for n, w in enumerate(walltimes)
-                    if math.isfinite(w)]
+        if upto:
+            walltimes = app.walltimes(info.speed, upto)
+            configs += [(info.cid, n + 1, float(w)) for n, w in enumerate(walltimes)
+                        if math.isfinite(w)]
     json_len = len('{"v":1,"type":"submit","configs":[]}\n') + sum(
         len(f'["{c}",{n},{w!r}],') for c, n, w in configs) - (1 if configs else 0)
     cdr_len = 12 + 4 + 4 + sum(4 + ((len(c) + 4) // 4) * 4 + 4 + 8 for c, _, _ in configs)
@@ -84,7 +85,7 @@ class OarSimulation:
     def run(self) -> SimResult:
         started = time.process_time()
         for job in self.jobs:
-            self._push(job.submit, ARRIVAL, lambda now, j=job: self._arrive(j, now))
+            self._push(job.submit, ARRIVAL, partial(self._arrive, job))
         while self._heap:
             now = _run_instant(self._heap)
             self._settle(now)
@@ -137,7 +138,7 @@ class OarSimulation:
         wake = min(times, default=INF)
         if now < wake < INF and wake not in self._wakeups:
             self._wakeups.add(wake)
-            self._push(wake, RMS, lambda t: self._wakeups.discard(t))
+            self._push(wake, RMS, self._wakeups.discard)
 
     def _pass(self, now: float) -> None:
         self._dirty = False
@@ -168,6 +169,9 @@ class OarSimulation:
             self._start(job, cid, n, duration, now)
 
     def _start(self, job: SimJob, cid: str, n: int, duration: float, now: float) -> None:
+        app = job.app
+        if isinstance(app, Cem):
+            raise ValueError("the OAR-like baseline cannot schedule CEM applications")
         rids, self.free[cid] = self.free[cid][:n], self.free[cid][n:]
         if len(rids) < n:
             raise RuntimeError(f"{job.name}: planned on {n} hosts of {cid} but only "
@@ -177,8 +181,8 @@ class OarSimulation:
         self.traffic.count(StartNotify(rids={cid: tuple(rids)}))
         result = self.results[job.name]
         result.start, result.hosts = now, {cid: n}
-        runtime = job.app.runtime_on(n, self.platform.info(cid).speed)
-        self._push(now + runtime, END, lambda t, name=job.name: self._end(name, t))
+        runtime = app.runtime_on(n, self.platform.info(cid).speed)
+        self._push(now + runtime, END, partial(self._end, job.name))
 
 
 def simulate_oar(platform: Platform, jobs: Sequence[SimJob], repolicy_interval: float = 1.0,

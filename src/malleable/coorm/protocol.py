@@ -391,7 +391,7 @@ def cdr_size(msg: Message) -> int:
 
 
 def _cdr(is_map: bool, value: Any) -> int:
-    if isinstance(value, bool) or isinstance(value, int):
+    if isinstance(value, bool | int):
         return 4
     if isinstance(value, float):
         return 8

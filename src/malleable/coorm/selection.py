@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from malleable.coorm.apps import Cem, SingleClusterApp
+from malleable.coorm.apps import Cem, Rigid, SingleClusterApp
 from malleable.coorm.profile import INF, Profile, first_fit_multi
 from malleable.coorm.resources import Platform
 
@@ -48,14 +48,14 @@ def best_single_cluster(app: SingleClusterApp, profiles: Mapping[str, Profile],
         upto = app.max_hosts(info.hosts)
         if upto < 1:
             continue
-        durations = app.walltimes(info.speed, upto)
         prof = profiles[cid]
-        if app.kind == "rigid":
-            n = app.hosts
+        if isinstance(app, Rigid):
+            n, duration = app.hosts, app.walltime / info.speed
             evaluated += 1
-            start = prof.first_fit(n, float(durations[n - 1]), after)
-            cand = (start + float(durations[n - 1]), n, cid, start, float(durations[n - 1]))
+            start = prof.first_fit(n, duration, after)
+            cand = (start + duration, n, cid, start, duration)
         else:
+            durations = app.walltimes(info.speed, upto)
             evaluated += upto
             starts = prof.earliest_starts(durations, after)
             ends = starts + durations

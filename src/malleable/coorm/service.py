@@ -67,9 +67,11 @@ class CooRMService:
     async def serve_forever(self) -> None:
         if self._server is None:
             await self.start()
-        assert self._server is not None
-        async with self._server:
-            await self._server.serve_forever()
+        server = self._server
+        if server is None:
+            raise RuntimeError("the service did not start")
+        async with server:
+            await server.serve_forever()
 
     async def close(self) -> None:
         if self._timer is not None:

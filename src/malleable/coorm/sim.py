@@ -16,6 +16,7 @@ import itertools
 import logging
 import math
 import time
+from functools import partial
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -146,7 +147,7 @@ class CooRMSimulation:
     def run(self) -> SimResult:
         started = time.process_time()
         for job in self.jobs:
-            self._push(job.submit, ARRIVAL, lambda now, j=job: self._arrive(j, now))
+            self._push(job.submit, ARRIVAL, partial(self._arrive, job))
         while self._heap:
             now = run_instant(self._heap)
             self._pump(now)
@@ -173,7 +174,7 @@ class CooRMSimulation:
         wake = self.core.next_wakeup()
         if now < wake < math.inf and wake not in self._wakeups:
             self._wakeups.add(wake)
-            self._push(wake, RMS, lambda t: self._wakeups.discard(t))
+            self._push(wake, RMS, self._wakeups.discard)
 
     def _send(self, app_id: str, msg: Message, now: float) -> None:
         self.traffic.count(msg)
@@ -217,7 +218,7 @@ class CooRMSimulation:
         elif app_id not in self._timers:
             self._timers.add(app_id)
             self._push(now + launcher.adaptation_delay, TIMER,
-                       lambda t, a=app_id: self._timer(a, t))
+                       partial(self._timer, app_id))
 
     def _timer(self, app_id: str, now: float) -> None:
         self._timers.discard(app_id)
@@ -234,7 +235,7 @@ class CooRMSimulation:
         result.start = now
         result.hosts = {c: len(r) for c, r in msg.rids.items()}
         runtime = launcher.runtime(result.hosts)
-        self._push(now + runtime, END, lambda t, a=app_id: self._finish(a, t))
+        self._push(now + runtime, END, partial(self._finish, app_id))
 
     def _finish(self, app_id: str, now: float) -> None:
         result = self.results[self._names[app_id]]

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from malleable.coorm.apps import App, Amdahl, Cem, Rigid
+from malleable.coorm.apps import Amdahl, App, Cem, Rigid
 from malleable.coorm.sim import SimJob
 from malleable.errors import InputError
 from malleable.workloads.swf import read_swf

@@ -8,7 +8,7 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 PANELS = (("computed", "computed configurations"), ("cpu_time_s", "scheduling CPU time (s)"),
           ("cdr_mb", "total message size (MB, CDR-like)"))
