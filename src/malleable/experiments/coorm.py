@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clusters", default=None,
                         help="cluster counts for Fig. 6, e.g. 1-8 or 1,2,4,8 (default 1-8)")
     parser.add_argument("--instances", type=int, default=None,
-                        help="workload instances per point of Fig. 6 (default 3)")
+                        help="workload instances per point of Fig. 6 (default 2)")
     parser.add_argument("--jobs", type=int, default=None, help="jobs per pack (default 200)")
     parser.add_argument("--hosts", type=int, default=None, help="hosts per cluster (default 128)")
     parser.add_argument("--delays", default=None,
@@ -63,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fig7-clusters", type=int, default=None,
                         help="cluster count for Fig. 7 (default 4)")
     parser.add_argument("--fig7-instances", type=int, default=None,
-                        help="W1 instances for Fig. 7 (default 8)")
+                        help="W1 instances for Fig. 7 (default 4)")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     parser.add_argument("--swf", type=Path, default=None,
                         help="take legacy jobs from this SWF trace instead of the model")
@@ -111,10 +111,10 @@ def make_plan(args: argparse.Namespace) -> Plan:
     plan = Plan(
         setup=setup,
         clusters=parse_clusters(args.clusters or ("1,2" if quick else "1-8")),
-        instances=_positive(args.instances, 1 if quick else 3, "--instances"),
+        instances=_positive(args.instances, 1 if quick else 2, "--instances"),
         delays=parse_delays(args.delays or ("0,10" if quick else "0,2,4,6,8,10")),
         fig7_clusters=_positive(args.fig7_clusters, 2 if quick else 4, "--fig7-clusters"),
-        fig7_instances=_positive(args.fig7_instances, 2 if quick else 8, "--fig7-instances"),
+        fig7_instances=_positive(args.fig7_instances, 2 if quick else 4, "--fig7-instances"),
         workers=_positive(args.workers, 1 if quick else 2, "--workers"),
         quick=quick)
     plan.specs.extend(build_specs(plan))
