@@ -56,6 +56,11 @@ class SimCluster:
     _jobs: dict[str, _Job] = field(init=False, default_factory=dict)
     _events: list[JobEvent] = field(init=False, default_factory=list)
     _last_change: float = field(init=False, default=0.0)
+    # The last view, and the running jobs' views it is built from: rebuilt only for the
+    # jobs that changed (in start order), and copied so that a view never changes later.
+    _views: dict[str, RunningJob] = field(init=False, default_factory=dict)
+    _stale: dict[str, None] = field(init=False, default_factory=dict)
+    _cached: ClusterView | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.idle = self.nodes
@@ -64,9 +69,17 @@ class SimCluster:
     # ---------------------------------------------------------- ResourceManager
 
     def observe(self) -> ClusterView:
-        running = {job_id: self._view(job) for job_id, job in self._jobs.items()}
-        return ClusterView(self.name, self.nodes, self.idle, self.reserve,
-                           MappingProxyType(running), 0, self.speed)
+        if self._cached is None:
+            for job_id in self._stale:
+                job = self._jobs.get(job_id)
+                if job is None:
+                    self._views.pop(job_id, None)
+                else:
+                    self._views[job_id] = self._view(job)
+            self._stale.clear()
+            self._cached = ClusterView(self.name, self.nodes, self.idle, self.reserve,
+                                       MappingProxyType(dict(self._views)), 0, self.speed)
+        return self._cached
 
     def start(self, spec: JobSpec, size: int, managed: bool = True) -> int:
         if size < 1 or size > self.idle:
@@ -77,6 +90,7 @@ class SimCluster:
         self._mark()
         job = _Job(spec, time_model(spec), size, now, managed, last=now)
         self._jobs[spec.id] = job
+        self._touch(spec.id)
         self._schedule_end(job)
         if managed:
             self._events.append(JobEvent(now, spec.id, JobState.RUNNING, size))
@@ -107,6 +121,7 @@ class SimCluster:
         else:
             job.releasing += released
             job.view = None
+            self._touch(job_id)
             self.engine.at(self.engine.now + self.release_delay,
                            lambda: self._release_later(job, released), RELEASE)
         return released
@@ -140,6 +155,11 @@ class SimCluster:
         if self.timeline is not None:
             self.timeline.append((self.engine.now, self.nodes - self.idle))
 
+    def _touch(self, job_id: str) -> None:
+        """The job's view changed (or it started or ended): the next observe shows it."""
+        self._stale[job_id] = None
+        self._cached = None
+
     def _view(self, job: _Job) -> RunningJob:
         if job.view is None:
             job.view = RunningJob(job.spec, self.name, job.size, job.start, job.managed,
@@ -168,6 +188,7 @@ class SimCluster:
         now = self.engine.now
         self._account(now)
         del self._jobs[job.spec.id]
+        self._touch(job.spec.id)
         job.version += 1
         self.idle += job.size
         self._mark()
@@ -179,6 +200,7 @@ class SimCluster:
         self._advance(job, now)
         job.size = size
         job.view = None
+        self._touch(job.spec.id)
         if self.reconfig_cost > 0:
             job.paused_until = max(job.paused_until, now) + self.reconfig_cost
         self._schedule_end(job)

@@ -1,0 +1,141 @@
+"""``malleable experiment koala``: the KOALA paper's Figs. 7 and 8, and its findings.
+
+Runs FPSMA and EGS under PRA on Wm and Wmr (Fig. 7) and under PWA on W'm and
+W'mr (Fig. 8), plus the ``none`` baseline of each workload, for every seed (the
+paper made 4 runs); then sensitivity runs (local users' load, a reconfiguration
+cost, a release delay) unless ``--no-sensitivity``. Writes to ``--out``: the
+six panels of each figure as PNG, report.md (the paper's findings beside ours,
+point by point) and summary.json; ``--json`` prints the key numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from malleable.errors import InputError
+from malleable.experiments import koala_stats as st
+from malleable.experiments.koala_findings import FINDINGS, evaluate
+from malleable.experiments.koala_plots import draw_figure
+from malleable.experiments.koala_report import write_report
+from malleable.experiments.koala_runs import (
+    COMBOS,
+    PAPER,
+    VARIANTS,
+    Results,
+    Task,
+    plan,
+    run_all,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR",
+                        help="directory for the figures (PNG), report.md and summary.json")
+    parser.add_argument("--json", action="store_true",
+                        help="print the key numbers and verdicts as one JSON object")
+    parser.add_argument("--seeds", type=int, default=4, metavar="N",
+                        help="seeds 1..N for every curve (default 4, as the paper's 4 runs)")
+    parser.add_argument("--no-sensitivity", dest="sensitivity", action="store_false",
+                        help="only the paper's setting (skip the sensitivity runs)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.seeds < 1:
+        raise InputError(f"--seeds must be at least 1, not {args.seeds}")
+    out: Path = args.out
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the output directory: {exc.strerror}",
+                         source=str(out)) from None
+    seeds = tuple(range(1, args.seeds + 1))
+    variants = VARIANTS if args.sensitivity else (PAPER,)
+    results = _run_with_progress(plan(seeds, variants), seeds, quiet=args.json)
+    _write(results, out)
+    summary = key_numbers(results, out)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        _print_verdicts(results, out)
+    return 0
+
+
+def _run_with_progress(tasks: list[Task], seeds: tuple[int, ...], quiet: bool) -> Results:
+    console = Console(stderr=True)
+    columns = (TextColumn("[progress.description]{task.description}"), BarColumn(),
+               MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=quiet) as progress:
+        bar = progress.add_task("simulating", total=len(tasks))
+
+        def advance(task: Task) -> None:
+            combo, variant, seed = task
+            progress.update(bar, advance=1,
+                            description=f"{variant.name} {combo.key} seed {seed}")
+
+        results = run_all(tasks, seeds, advance)
+        progress.update(bar, description="simulated")
+    return results
+
+
+def _write(results: Results, out: Path) -> None:
+    for figure in ("7", "8"):
+        draw_figure(results, figure, out)
+        for variant in results.variants():
+            if variant != "paper":
+                draw_figure(results, figure, out, variant)
+    write_report(results, out)
+
+
+def _number(value: float) -> float | None:
+    return None if math.isnan(value) else round(value, 6)
+
+
+def key_numbers(results: Results, out: Path) -> dict[str, Any]:
+    """Means over seeds per run and every finding's verdict (per variant)."""
+    runs: dict[str, dict[str, Any]] = {}
+    for variant in results.variants():
+        for combo in COMBOS:
+            group = results.of(combo, variant)
+            if not group:
+                continue
+            entry = {name: _number(st.mean_over(group, metric))
+                     for name, (metric, _, _) in st.METRICS.items()}
+            runs[f"{variant}:{combo.key}"] = {"figure": combo.figure, **entry}
+    findings: dict[str, Any] = {}
+    for variant in results.variants():
+        outcomes = evaluate(results, variant)
+        findings[variant] = {
+            f.key: {"claim": f.claim, "verdict": outcomes[f.key].verdict,
+                    "values": {k: _number(v) for k, v in outcomes[f.key].values.items()}}
+            for f in FINDINGS}
+    return {"out": str(out), "seeds": list(results.seeds),
+            "simulations": sum(len(v) for v in results.runs.values()),
+            "variants": results.variants(), "runs": runs, "findings": findings}
+
+
+def _print_verdicts(results: Results, out: Path) -> None:
+    from rich.table import Table
+
+    outcomes = evaluate(results, "paper")
+    table = Table(title="The paper's findings in our simulation (paper setting)")
+    table.add_column("#")
+    table.add_column("finding")
+    table.add_column("verdict")
+    for f in FINDINGS:
+        verdict = outcomes[f.key].verdict
+        color = "green" if verdict == "holds" else "red" if verdict == "does not hold" else "yellow"
+        table.add_row(f.key, f.claim, f"[{color}]{verdict}[/{color}]")
+    console = Console()
+    console.print(table)
+    console.print(f"report: {out / 'report.md'}; figures: {out}/fig7*.png, {out}/fig8*.png")

@@ -1,0 +1,84 @@
+"""The simulated cluster: work preserved across resizes, costs, releases, events."""
+
+from __future__ import annotations
+
+import pytest
+
+from malleable.model import JobKind, JobSpec, JobState
+from malleable.sim.cluster import SimCluster
+from malleable.sim.engine import Engine
+
+
+def _gadget(job_id: str = "g") -> JobSpec:
+    return JobSpec(job_id, JobKind.MALLEABLE, 2, 46, 2, app="gadget2")
+
+
+def _ended_at(engine: Engine, cluster: SimCluster) -> dict[str, float]:
+    engine.run()
+    return {e.job_id: e.time for e in cluster.drain_events() if e.state.finished}
+
+
+def test_a_job_alone_takes_its_model_time() -> None:
+    engine = Engine()
+    c = SimCluster("c", 10, engine)
+    c.start(_gadget(), 2)
+    assert _ended_at(engine, c) == {"g": pytest.approx(600.0)}
+
+
+def test_work_is_preserved_across_a_grow() -> None:
+    engine = Engine()
+    c = SimCluster("c", 10, engine)
+    c.start(_gadget(), 2)
+    engine.at(300.0, lambda: c.offer_grow("g", 4))  # half done at 2, then on 6 nodes
+    # T(6) = 240 + 120 = 360 s for the whole job: the other half takes 180 s
+    assert _ended_at(engine, c) == {"g": pytest.approx(480.0)}
+
+
+def test_reconfiguration_cost_pauses_progress() -> None:
+    engine = Engine()
+    c = SimCluster("c", 10, engine, reconfig_cost=20.0)
+    c.start(_gadget(), 2)
+    engine.at(300.0, lambda: c.offer_grow("g", 4))
+    assert _ended_at(engine, c) == {"g": pytest.approx(500.0)}
+
+
+def test_released_nodes_are_not_idle_before_the_release_delay() -> None:
+    engine = Engine()
+    c = SimCluster("c", 10, engine, release_delay=5.0)
+    c.start(_gadget(), 8)
+    seen: dict[str, int] = {}
+
+    def shrink() -> None:
+        assert c.request_shrink("g", 3, True) == 3
+        seen["idle_now"] = c.idle
+        view = c.observe().running["g"]
+        seen["releasing"] = view.releasing
+
+    engine.at(10.0, shrink)
+    engine.at(12.0, lambda: seen.setdefault("idle_2s_later", c.idle))
+    engine.at(16.0, lambda: seen.setdefault("idle_after", c.idle))
+    engine.run()
+    assert seen == {"idle_now": 2, "releasing": 3, "idle_2s_later": 2, "idle_after": 5}
+
+
+def test_events_report_start_resize_and_end() -> None:
+    engine = Engine()
+    c = SimCluster("c", 10, engine)
+    c.start(_gadget(), 2)
+    engine.at(100.0, lambda: c.offer_grow("g", 3))
+    engine.run()
+    events = [(e.time, e.state, e.size) for e in c.drain_events()]
+    assert events[0] == (0.0, JobState.RUNNING, 2)
+    assert events[1] == (100.0, JobState.RUNNING, 5)
+    assert events[2][1] is JobState.COMPLETED
+
+
+def test_grow_never_takes_more_than_idle_and_rigid_jobs_do_not_grow() -> None:
+    engine = Engine()
+    c = SimCluster("c", 6, engine)
+    c.start(_gadget(), 4)
+    assert c.offer_grow("g", 10) == 2
+    r = JobSpec("r", JobKind.RIGID, 1, 1, 1, app="fixed", runtime=5.0)
+    assert c.start(r, 1) == 0  # no idle node left
+    assert c.offer_grow("r", 1) == 0
+    assert c.start(_gadget("x"), 7) == 0
