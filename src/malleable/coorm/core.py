@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import logging
 import math
-from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from malleable.coorm.policy import Busy, Interner, Waiting, schedule
-from malleable.coorm.profile import INF, Steps
+from malleable.coorm.profile import INF, Cap, Steps
 from malleable.coorm.protocol import (
     AVAILABILITY,
     Change,
@@ -96,13 +95,9 @@ class CoreStats:
     kills: int = 0
 
 
-def same_future(old: Steps, new: Steps) -> bool:
+def same_future(old: Iterable[tuple[float, int]], new: Iterable[tuple[float, int]]) -> bool:
     """Whether ``old`` says the same as ``new`` from ``new``'s first time on."""
-    now = new[0][0]
-    i = bisect_right(old, (now, INF)) - 1
-    if i < 0:
-        return False
-    return old[i][1] == new[0][1] and old[i + 1:] == new[1:]
+    return Cap.of(old).same_future(Cap.of(new))
 
 
 class CooRMCore:
@@ -269,7 +264,7 @@ class CooRMCore:
         changes = []
         for cid, steps in fresh.items():
             old = app.caps.get(cid)
-            if old is None or not same_future(old, steps):
+            if old is None or not old.same_future(steps):
                 app.caps[cid] = steps
                 changes.append(Change(cid, AVAILABILITY, steps))
         app.view_changed = bool(changes)

@@ -126,7 +126,7 @@ class Launcher:
     def _profile(self, cid: str) -> Profile:
         steps = self.caps[cid]
         cached = self._profiles.get(cid)
-        if cached is None or cached[0] is not steps:
+        if cached is None or cached[0] is not steps:  # rebuilt only for a changed CAP
             cached = (steps, Profile.from_steps(self.infos[cid].hosts, steps))
             self._profiles[cid] = cached
         return cached[1]

@@ -16,9 +16,9 @@ import heapq
 import itertools
 import math
 import time
-from functools import partial
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from malleable.coorm.apps import Cem
 from malleable.coorm.profile import INF, Profile

@@ -15,16 +15,82 @@ from __future__ import annotations
 import math
 import operator
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
+from typing import overload
 
 import numpy as np
 import numpy.typing as npt
 
 INF = math.inf
 
-#: A serialised CAP: ``((t0, n0), (t1, n1), ...)``; ``n_k`` hosts from ``t_k`` to ``t_{k+1}``.
-Steps = tuple[tuple[float, int], ...]
+
+
+class Cap(Sequence[tuple[float, int]]):
+    """A serialised CAP: steps ``(t0, n0), (t1, n1), ...``, ``n_k`` hosts from ``t_k`` on.
+
+    Stored as two columns (times, hosts) so that copying a view out of a profile and
+    comparing two views are a few C-level tuple operations; it still reads, iterates
+    and compares equal as the sequence of ``(time, hosts)`` pairs.
+    """
+
+    __slots__ = ("_hash", "hosts", "times")
+
+    def __init__(self, times: Sequence[float], hosts: Sequence[int]) -> None:
+        if len(times) != len(hosts):
+            raise ValueError("a CAP needs as many times as host counts")
+        self.times: tuple[float, ...] = tuple(times)
+        self.hosts: tuple[int, ...] = tuple(hosts)
+        self._hash: int | None = None
+
+    @classmethod
+    def of(cls, steps: Iterable[tuple[float, int]]) -> Cap:
+        if isinstance(steps, Cap):
+            return steps
+        pairs = list(steps)
+        return cls([float(t) for t, _ in pairs], [int(n) for _, n in pairs])
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[float, int]: ...
+    @overload
+    def __getitem__(self, index: slice) -> Cap: ...
+    def __getitem__(self, index: int | slice) -> tuple[float, int] | Cap:
+        if isinstance(index, slice):
+            return Cap(self.times[index], self.hosts[index])
+        return self.times[index], self.hosts[index]
+
+    def __iter__(self) -> Iterator[tuple[float, int]]:
+        return zip(self.times, self.hosts, strict=True)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Cap):
+            return self.times == other.times and self.hosts == other.hosts
+        if isinstance(other, tuple | list):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash((self.times, self.hosts))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Cap({list(self)})"
+
+    def same_future(self, new: Cap) -> bool:
+        """Whether this CAP says the same as ``new`` from ``new``'s first time on."""
+        i = bisect_right(self.times, new.times[0]) - 1
+        if i < 0:
+            return False
+        return (self.hosts[i] == new.hosts[0] and self.times[i + 1:] == new.times[1:]
+                and self.hosts[i + 1:] == new.hosts[1:])
+
+
+#: The type of a serialised CAP.
+Steps = Cap
 
 
 class Profile:
@@ -53,10 +119,14 @@ class Profile:
     @classmethod
     def from_steps(cls, capacity: int, steps: Iterable[tuple[float, int]]) -> Profile:
         """A profile from serialised steps (the first one sets the origin)."""
-        items = list(steps)
-        if not items:
+        if isinstance(steps, Cap):
+            times, hosts = list(steps.times), list(steps.hosts)
+        else:
+            items = list(steps)
+            times = [float(t) for t, _ in items]
+            hosts = [int(n) for _, n in items]
+        if not times:
             raise ValueError("a profile needs at least one step")
-        times, hosts = (list(column) for column in zip(*items, strict=True))
         if not all(map(operator.lt, times, islice(times, 1, None))):
             raise ValueError(f"step times must increase strictly: {times}")
         if min(hosts) < -capacity or max(hosts) > capacity:
@@ -186,7 +256,11 @@ class Profile:
         times, hosts = self._snapshot()
         start = times[0] if after is None else max(after, times[0])
         i = max(0, bisect_right(times, start) - 1)
-        return ((start, hosts[i]), *zip(times[i + 1:], hosts[i + 1:], strict=True))
+        cap = Cap.__new__(Cap)
+        cap.times = (start, *times[i + 1:])
+        cap.hosts = tuple(hosts[i:])
+        cap._hash = None
+        return cap
 
     def breakpoints(self, after: float, limit: int) -> list[float]:
         """The first ``limit`` times after ``after`` where availability changes."""

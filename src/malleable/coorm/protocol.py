@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from malleable.coorm.profile import Steps
+from malleable.coorm.profile import Cap, Steps
 
 VERSION = 1
 
@@ -87,6 +87,10 @@ class Change:
     cid: str
     type: str
     cap: Steps | None = None
+
+    def __post_init__(self) -> None:
+        if self.cap is not None and not isinstance(self.cap, Cap):
+            object.__setattr__(self, "cap", Cap.of(self.cap))
 
 
 # ------------------------------------------------------------------------- messages
@@ -262,7 +266,7 @@ def _info_dict(i: ClusterInfo) -> dict[str, Any]:
 def _change_dict(ch: Change) -> dict[str, Any]:
     out: dict[str, Any] = {"cid": ch.cid, "type": ch.type}
     if ch.cap is not None:
-        out["cap"] = ch.cap  # pairs become JSON arrays; encode() refuses inf and nan
+        out["cap"] = list(zip(ch.cap.times, ch.cap.hosts, strict=True))  # inf/nan refused
     return out
 
 
@@ -318,7 +322,7 @@ def _parse_change(d: Any) -> Change:
     cap = d.get("cap")
     steps: Steps | None = None
     if cap is not None:
-        steps = tuple((_num(t, "cap time", -math.inf), _int(n, "cap hosts")) for t, n in cap)
+        steps = Cap.of((_num(t, "cap time", -math.inf), _int(n, "cap hosts")) for t, n in cap)
     if kind == AVAILABILITY and not steps:
         raise ValueError("an availability change needs a non-empty cap")
     return Change(cid=_str(d["cid"], "change.cid"), type=kind, cap=steps)

@@ -16,9 +16,9 @@ import itertools
 import logging
 import math
 import time
-from functools import partial
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from malleable.coorm.apps import App
 from malleable.coorm.core import CooRMCore, CoreConfig
