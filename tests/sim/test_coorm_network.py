@@ -143,3 +143,59 @@ def test_bad_endpoint_is_an_input_error(endpoint: str) -> None:
 
     with pytest.raises(InputError, match="HOST:PORT"):
         parse_endpoint(endpoint)
+
+
+async def _cli_service() -> tuple[int, dict[str, Any], str]:
+    env = dict(os.environ, PYTHONPATH=SRC)
+    server = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "malleable", "coorm", "serve", "--clusters", "2", "--hosts", "3",
+        "--repolicy-interval", "0.05", "--fair-start", "0.1",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
+    try:
+        assert server.stdout is not None
+        ready = json.loads(await asyncio.wait_for(server.stdout.readline(), 30.0))
+        port = int(ready["listening"].rsplit(":", 1)[1])
+        proc = await _launcher(port, "--kind", "amdahl", "--hosts", "2", "--runtime", "0.2",
+                               "--walltime", "5", "--", sys.executable, "-c",
+                               "import os; print('hosts:', os.environ['COORM_HOSTS'])")
+        out, err = await asyncio.wait_for(proc.communicate(), 30.0)
+        assert proc.returncode is not None
+        lines = out.decode().strip().splitlines()
+        return proc.returncode, json.loads(lines[-1]), lines[0]
+    finally:
+        server.terminate()
+        await asyncio.wait_for(server.wait(), 30.0)
+
+
+def test_cli_service_and_a_command_payload() -> None:
+    rc, result, printed = asyncio.run(_cli_service())
+    assert rc == 0 and result["exit_code"] == 0
+    # an Amdahl job takes all 3 hosts of the faster cluster c2
+    assert result["rids"] == {"c2": ["c2-h0000", "c2-h0001", "c2-h0002"]}
+    assert printed == "hosts: c2-h0000 c2-h0001 c2-h0002"
+
+
+def test_launch_options_are_validated() -> None:
+    import argparse
+
+    from malleable.coorm.command import add_launch_arguments, build_launcher
+    from malleable.errors import InputError
+
+    parser = argparse.ArgumentParser()
+    add_launch_arguments(parser)
+    ok = build_launcher(parser.parse_args(["--connect", "h:1", "--kind", "cem", "--hosts", "4",
+                                           "--clusters", "c1,c2", "--runtime", "50"]))
+    assert ok.app.kind == "cem" and ok.filter.clusters == ("c1", "c2")
+    with pytest.raises(InputError, match="bad launcher option"):
+        build_launcher(parser.parse_args(["--connect", "h:1", "--hosts", "0"]))
+    with pytest.raises(InputError, match="bad launcher option"):
+        build_launcher(parser.parse_args(["--connect", "h:1", "--runtime", "5",
+                                          "--walltime", "1"]))
+
+
+@pytest.mark.parametrize("argv", [["--clusters", "0"], ["--fair-start", "-1"]])
+def test_bad_serve_options_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from malleable.cli import main
+
+    assert main(["coorm", "serve", *argv]) == 2
+    assert "error" in capsys.readouterr().err
