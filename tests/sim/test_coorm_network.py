@@ -158,7 +158,7 @@ async def _cli_service() -> tuple[int, dict[str, Any], str]:
         proc = await _launcher(port, "--kind", "amdahl", "--hosts", "2", "--runtime", "0.2",
                                "--walltime", "5", "--", sys.executable, "-c",
                                "import os; print('hosts:', os.environ['COORM_HOSTS'])")
-        out, err = await asyncio.wait_for(proc.communicate(), 30.0)
+        out, _err = await asyncio.wait_for(proc.communicate(), 30.0)
         assert proc.returncode is not None
         lines = out.decode().strip().splitlines()
         return proc.returncode, json.loads(lines[-1]), lines[0]
