@@ -125,3 +125,20 @@ def test_first_fit_multi_needs_a_common_hole() -> None:
     assert first_fit_multi({"a": a, "b": b}, {"a": 3, "b": 3}, 6.0, 0.0) == 20.0
     assert first_fit_multi({"a": a, "b": b}, {"a": 5, "b": 1}, 1.0, 0.0) == INF
     assert first_fit_multi({"a": a}, {"a": 0}, 1.0, 3.0) == 3.0
+
+
+def test_random_updates_match_a_dense_model() -> None:
+    rng = random.Random(7)
+    for _ in range(100):
+        p = Profile(50, origin=0.0)
+        dense = [50] * 120
+        for _ in range(rng.randint(1, 30)):
+            start = rng.randint(0, 100)
+            end = rng.randint(start, 120)
+            delta = rng.randint(-5, 5)
+            p.add(float(start), float(end) if end < 120 else INF, delta)
+            for t in range(start, 120 if end == 120 else end):
+                dense[t] += delta
+        assert [p.available(t + 0.5) for t in range(120)] == dense
+        steps = p.steps()
+        assert all(a[1] != b[1] for a, b in zip(steps, steps[1:]))  # no redundant breakpoint
