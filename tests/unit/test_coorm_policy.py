@@ -53,3 +53,18 @@ def test_unchanged_views_are_not_resent() -> None:
     moved = [Waiting("A", ("c",), _req(50, c=9)), waiting[1]]
     third = schedule(2.0, {"c": 10}, [Busy("c", 6, 100.0)], moved, again.versions, interner)
     assert set(third.views) == {"B"}
+
+
+def test_placements_reused_on_unchanged_profiles_give_the_same_schedule() -> None:
+    interner = Interner()
+    busy = [Busy("c", 6, 100.0), Busy("d", 2, 50.0)]
+    waiting = [Waiting("A", ("c", "d"), _req(50, c=8, d=1)),
+               Waiting("B", ("c",), _req(90, c=4)), Waiting("C", ("d",), _req(10, d=4))]
+    first = schedule(0.0, {"c": 10, "d": 4}, busy, waiting, {}, interner)
+    for now in (0.5, 60.0):
+        fresh = schedule(now, {"c": 10, "d": 4}, busy, waiting, {}, Interner())
+        reused = schedule(now, {"c": 10, "d": 4}, busy, waiting, first.versions, interner,
+                          first.placed)
+        assert reused.starts == fresh.starts
+        assert {c: p.steps() for c, p in reused.profiles.items()} == {
+            c: p.steps() for c, p in fresh.profiles.items()}

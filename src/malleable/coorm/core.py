@@ -117,6 +117,7 @@ class CooRMCore:
         self._dirty = False
         self._last_run = -INF
         self._interner = Interner()
+        self._placed: dict[str, tuple[object, float]] = {}
         self._out: list[Outgoing] = []
 
     # ---------------------------------------------------------------- messages
@@ -238,7 +239,8 @@ class CooRMCore:
         result = schedule(
             now, {c.cid: c.hosts for c in self.platform.clusters}, self._busy(now),
             [Waiting(a.id, a.clusters, a.request) for a in waiting],
-            {a.id: a.versions for a in waiting}, self._interner)
+            {a.id: a.versions for a in waiting}, self._interner, self._placed)
+        self._placed = result.placed
         for app in waiting:
             fresh_view = self._notify_view(app, result.versions[app.id],
                                            result.views.get(app.id, {}))

@@ -74,12 +74,20 @@ class Schedule:
     """The CAPs of the views whose version differs from ``known`` (to compare and send)."""
     profiles: dict[str, Profile] = field(default_factory=dict)
     """The profiles after every allocation (the RMS's own prediction)."""
+    placed: dict[str, tuple[object, float]] = field(default_factory=dict)
+    """Per application, what its placement depended on and the start found."""
 
 
 def schedule(now: float, capacities: Mapping[str, int], busy: Sequence[Busy],
              waiting: Sequence[Waiting], known: Mapping[str, Mapping[str, int]],
-             interner: Interner) -> Schedule:
-    """One run of the policy at ``now`` (see the module docstring)."""
+             interner: Interner,
+             placed: Mapping[str, tuple[object, float]] | None = None) -> Schedule:
+    """One run of the policy at ``now`` (see the module docstring).
+
+    ``placed`` is the previous run's :attr:`Schedule.placed`: a request placed on
+    profiles of the same versions goes back into the same hole without a search.
+    """
+    placed = placed or {}
     profiles = {cid: Profile(cap, now) for cid, cap in capacities.items()}
     base: dict[str, list[tuple[float, int]]] = {cid: [] for cid in capacities}
     for b in busy:
@@ -97,7 +105,14 @@ def schedule(now: float, capacities: Mapping[str, int], busy: Sequence[Busy],
             out.views[w.app] = stale
         if w.request is None:
             continue
-        start = _place(profiles, w.request, now)
+        key = (w.request.key(), tuple(version.get(c, -1) for c, _ in w.request.key()[0]))
+        memo = placed.get(w.app)
+        if memo is not None and memo[0] == key and now <= memo[1] < INF:
+            start = memo[1]  # same request on the same profiles: the same hole
+            _take(profiles, w.request, start)
+        else:
+            start = _place(profiles, w.request, now)
+        out.placed[w.app] = (key, start)
         out.starts[w.app] = start
         if start < INF:
             for cid, n in w.request.hosts.items():
@@ -111,7 +126,11 @@ def _place(profiles: Mapping[str, Profile], request: Request, now: float) -> flo
         return INF
     start = first_fit_multi(profiles, request.hosts, request.duration, now)
     if start < INF:
-        for cid, n in request.hosts.items():
-            if n > 0:
-                profiles[cid].add(start, start + request.duration, -n)
+        _take(profiles, request, start)
     return start
+
+
+def _take(profiles: Mapping[str, Profile], request: Request, start: float) -> None:
+    for cid, n in request.hosts.items():
+        if n > 0:
+            profiles[cid].add(start, start + request.duration, -n)
