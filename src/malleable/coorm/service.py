@@ -50,6 +50,8 @@ class CooRMService:
         self._writers: dict[str, asyncio.StreamWriter] = {}
         self._server: asyncio.Server | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._open: set[asyncio.StreamWriter] = set()
 
     def now(self) -> float:
         """Service time: seconds since the service started."""
@@ -76,8 +78,14 @@ class CooRMService:
     async def close(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
-        for writer in list(self._writers.values()):
-            writer.close()
+        if self._server is not None:
+            self._server.close()
+        for writer in list(self._open):
+            writer.close()  # each session then reads EOF and ends by itself
+        if self._tasks:
+            _, pending = await asyncio.wait(self._tasks, timeout=5.0)
+            for task in pending:
+                task.cancel()
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
@@ -86,6 +94,11 @@ class CooRMService:
 
     async def _session(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         app_id: str | None = None
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        self._open.add(writer)
         try:
             while True:
                 try:
@@ -101,6 +114,7 @@ class CooRMService:
         except ConnectionError:
             logger.info("session %s: connection lost", app_id)
         finally:
+            self._open.discard(writer)
             if app_id is not None:
                 self._writers.pop(app_id, None)
                 self.core.disconnect(app_id, self.now())
