@@ -62,9 +62,10 @@ def draw_fig7(summary: dict[str, Any], path: Path) -> None:
         values = fig7["increase_s"][delay]
         if not values:
             continue
-        ys = [(k + 1) / len(values) for k in range(len(values))]
+        xs = [values[0], *values]  # the curve starts at 0 at the smallest value
+        ys = [0.0] + [(k + 1) / len(values) for k in range(len(values))]
         style = "--" if float(delay) > fig7["fair_start"] else "-"
-        ax.step(values, ys, where="post", linestyle=style, color=cmap(i / max(1, len(delays))),
+        ax.step(xs, ys, where="post", linestyle=style, color=cmap(i / max(1, len(delays))),
                 label=f"delay {delay} s")
     ax.set_xscale("symlog", linthresh=1.0)
     ax.set_xlabel("end-time increase of the CEM application (s)")
