@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from itertools import pairwise
 
 import pytest
 
@@ -141,4 +142,4 @@ def test_random_updates_match_a_dense_model() -> None:
                 dense[t] += delta
         assert [p.available(t + 0.5) for t in range(120)] == dense
         steps = p.steps()
-        assert all(a[1] != b[1] for a, b in zip(steps, steps[1:]))  # no redundant breakpoint
+        assert all(a[1] != b[1] for a, b in pairwise(steps))  # no redundant breakpoint
