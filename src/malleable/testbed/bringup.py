@@ -1,0 +1,233 @@
+"""Bring a testbed up, wait until it is healthy, and take it down without leftovers.
+
+Bring-up: build the images when missing, generate secrets and configuration into the
+state directory, ``compose up``, then wait on health (every container's healthcheck, then
+every node idle in ``sinfo``) until a deadline. On failure, diagnostics (sinfo, squeue,
+log tails) go to ``logs/`` in the state directory and into the error.
+Take-down: cancel every job first (job steps can outlive slurmd), then remove the
+containers, the network and the state directory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from malleable.errors import ExternalError, InputError
+from malleable.testbed import images, info, secrets
+from malleable.testbed.compose import compose_project
+from malleable.testbed.slurmconf import PARTITION, render_slurm_conf, render_slurmdbd_conf
+from malleable.testbed.state import Record, read_record, write_record
+from malleable.testbed.topology import Topology
+
+if TYPE_CHECKING:
+    from malleable.testbed.info import Container
+    from malleable.testbed.runtime import Progress, Testbed
+
+logger = logging.getLogger(__name__)
+
+POLL = 1.0
+COMPOSE_UP_TIMEOUT = 600.0
+CANCEL_WAIT = 30.0
+#: Node states of a healthy node that may be running jobs (sinfo %T, lowercase).
+USABLE = frozenset({"idle", "allocated", "mixed", "completing"})
+
+
+def _noop(phase: str, done: int, total: int) -> None:
+    return None
+
+
+def prepare(tb: Testbed, topology: Topology, image: str) -> None:
+    """Write secrets, Slurm configuration, compose file and record into the state dir."""
+    st = tb.state
+    if st.path.exists():
+        shutil.rmtree(st.path)
+    st.path.mkdir(parents=True, mode=0o700)
+    secrets.generate(st.secrets, tb.name)
+    slurm_tpl = (images.testbed_dir() / "slurm" / "slurm.conf.in").read_text(encoding="utf-8")
+    dbd_tpl = (images.testbed_dir() / "slurm" / "slurmdbd.conf.in").read_text(encoding="utf-8")
+    for site in topology.sites:
+        (st.etc / site.name).mkdir(parents=True)
+        (st.etc / site.name / "slurm.conf").write_text(render_slurm_conf(slurm_tpl, site),
+                                                       encoding="utf-8")
+    (st.etc / "accounting").mkdir(parents=True)
+    dbpass = (st.secrets / secrets.DB_PASS).read_text(encoding="ascii")
+    dbd = st.etc / "accounting" / "slurmdbd.conf"
+    dbd.write_text(render_slurmdbd_conf(dbd_tpl, dbpass), encoding="utf-8")
+    dbd.chmod(0o600)
+    secrets.write_known_hosts(st.secrets, _internal_names(topology))
+    doc = compose_project(topology, tb.name, image, st.path)
+    st.compose_file.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    write_record(st, Record(tb.name, tb.project, topology, image))
+
+
+def _internal_names(topology: Topology) -> list[str]:
+    names = ["slurmdbd"]
+    for site in topology.sites:
+        names.append(site.controller)
+        names.extend(site.compute_hosts())
+        names.extend(site.node_names())
+    return names
+
+
+def finalize(tb: Testbed) -> None:
+    """Pin the host key to every address and published port; write clusters.toml."""
+    found = tb.containers()
+    names = _internal_names(tb.record().topology)
+    for c in found:
+        names.extend([c.hostname, c.address or "", *c.aliases])
+        if c.ssh_port is not None:
+            names.append(f"[{info.PUBLISH_HOST}]:{c.ssh_port}")
+    secrets.write_known_hosts(tb.state.secrets, names)
+    tb.state.clusters_file.write_text(tb.config_toml(), encoding="utf-8")
+
+
+def up(tb: Testbed, topology: Topology, *, base_image: str | None, rebuild: bool,
+       timeout: float, progress: Progress | None) -> info.TestbedStatus:
+    report = progress or _noop
+    tb.docker.require_engine()
+    existing = tb.containers()
+    if existing and tb.state.exists():
+        recorded = read_record(tb.state).topology
+        if recorded != topology:
+            raise InputError(f"testbed {tb.name!r} is already up with topology {recorded.name!r};"
+                             f" take it down first (malleable testbed down --name {tb.name}) or "
+                             "use another --name")
+        logger.info("testbed %s is already up; checking its health", tb.name)
+        settled = USABLE  # nodes may be running jobs: they only have to answer
+    else:
+        settled = frozenset({"idle"})
+        if existing:
+            _remove_leftovers(tb, existing)
+        report("images", 0, 1)
+        image = images.ensure_image(tb.docker, base_image, force=rebuild)
+        report("images", 1, 1)
+        prepare(tb, topology, image)
+        report("containers", 0, 1)
+        tb.docker.compose(tb.project, str(tb.state.compose_file), "up", "--detach",
+                          "--remove-orphans", timeout=COMPOSE_UP_TIMEOUT)
+    wait_ready(tb, topology, time.monotonic() + timeout, report, settled)
+    finalize(tb)
+    return tb.status()
+
+
+def wait_ready(tb: Testbed, topology: Topology, deadline: float, report: Progress,
+               settled: frozenset[str] = frozenset({"idle"})) -> None:
+    """Wait until every container is healthy and every node in a ``settled`` state (idle
+    for a fresh testbed), or fail with diagnostics."""
+    expected = topology.total_containers
+    while True:
+        found = tb.containers()
+        dead = [c.hostname for c in found if c.state in ("exited", "dead")]
+        if dead:
+            _fail(tb, f"container(s) {', '.join(dead)} stopped")
+        healthy = sum(1 for c in found if c.healthy and c.health == "healthy")
+        report("containers", healthy, expected)
+        if healthy == expected:
+            break
+        _pause(tb, deadline, f"{healthy} of {expected} containers healthy")
+    while True:
+        ready = 0
+        for site in topology.sites:
+            result = tb.exec(site.name, info.SINFO_ARGS, timeout=30)
+            ready += sum(1 for s in info.parse_sinfo(result.stdout).values() if s in settled)
+        report("nodes", ready, topology.total_nodes)
+        if ready == topology.total_nodes:
+            return
+        _pause(tb, deadline, f"{ready} of {topology.total_nodes} nodes {'/'.join(sorted(settled))}")
+
+
+def _pause(tb: Testbed, deadline: float, what: str) -> None:
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        _fail(tb, f"not ready before the deadline: {what}")
+    time.sleep(min(POLL, remaining))
+
+
+def _fail(tb: Testbed, what: str) -> None:
+    text = diagnostics(tb)
+    tb.state.logs.mkdir(parents=True, exist_ok=True)
+    path = tb.state.logs / f"failure-{time.strftime('%Y%m%d-%H%M%S')}.txt"
+    path.write_text(text, encoding="utf-8")
+    logger.info("testbed %s: %s\n%s", tb.name, what, text)
+    raise ExternalError(f"testbed {tb.name!r}: {what}; diagnostics in {path}; remove it with: "
+                        f"malleable testbed down --name {tb.name}")
+
+
+def _section(title: str, body: str) -> str:
+    return f"== {title}\n{body.rstrip()}\n"
+
+
+def _tail_logs(tb: Testbed, c: Container, pattern: str, lines: int = 30) -> str:
+    result = tb.exec(c.hostname, ["sh", "-c", f"tail -n {lines} {pattern}"], timeout=30)
+    return result.stdout + result.stderr
+
+
+def diagnostics(tb: Testbed) -> str:
+    """Container states, sinfo and squeue of every site, and the ends of the daemons' logs."""
+    found = tb.containers()
+    parts = [_section("containers", "\n".join(
+        f"{c.hostname:16} {c.state:10} {c.health or '-':10} {c.address or '-'}" for c in found))]
+    for c in found:
+        if not c.running:
+            logs = tb.docker.docker_cmd("logs", "--tail", "40", c.id, check=False)
+            parts.append(_section(f"{c.hostname}: docker logs", logs.stdout + logs.stderr))
+            continue
+        if c.role == "controller":
+            for argv in (("sinfo",), ("squeue",)):
+                r = tb.exec(c.hostname, argv, timeout=30)
+                parts.append(_section(f"{c.hostname}: {argv[0]}", r.stdout + r.stderr))
+            parts.append(_section(f"{c.hostname}: slurmctld.log",
+                                  _tail_logs(tb, c, "/var/log/slurm/slurmctld.log")))
+        elif c.role == "accounting":
+            parts.append(_section(f"{c.hostname}: slurmdbd.log",
+                                  _tail_logs(tb, c, "/var/log/slurm/slurmdbd.log")))
+        elif not c.healthy:
+            parts.append(_section(f"{c.hostname}: slurmd logs",
+                                  _tail_logs(tb, c, "/var/log/slurm/slurmd-*.log", 5)))
+    return "\n".join(parts)
+
+
+def cancel_all_jobs(tb: Testbed, controllers: Iterable[Container], timeout: float) -> None:
+    """scancel every job on every site and wait (bounded) until the queues are empty."""
+    running = [c for c in controllers if c.running]
+    for c in running:
+        tb.exec(c.hostname, ["scancel", "--partition", PARTITION], timeout=30)
+    deadline = time.monotonic() + timeout
+    while running:
+        running = [c for c in running if _has_jobs(tb, c)]
+        if running and time.monotonic() >= deadline:
+            logger.warning("jobs still in the queue of %s after %.0f s",
+                           ", ".join(c.hostname for c in running), timeout)
+            return
+        if running:
+            time.sleep(POLL)
+
+
+def _has_jobs(tb: Testbed, controller: Container) -> bool:
+    r = tb.exec(controller.hostname, info.SQUEUE_ARGS, timeout=30)
+    return r.ok and bool(r.stdout.strip())
+
+
+def _remove_leftovers(tb: Testbed, found: list[Container]) -> None:
+    if found:
+        tb.docker.docker_cmd("rm", "--force", "--volumes", *(c.id for c in found), timeout=120)
+    nets = tb.docker.docker_cmd("network", "ls", "--quiet", "--filter",
+                                f"label=com.docker.compose.project={tb.project}").stdout.split()
+    if nets:
+        tb.docker.docker_cmd("network", "rm", *nets, timeout=60)
+
+
+def down(tb: Testbed, *, timeout: float) -> None:
+    found = tb.containers()
+    cancel_all_jobs(tb, (c for c in found if c.role == "controller"), min(CANCEL_WAIT, timeout))
+    if tb.state.compose_file.is_file():
+        tb.docker.compose(tb.project, str(tb.state.compose_file), "down", "--volumes",
+                          "--remove-orphans", "--timeout", "5", timeout=timeout, check=False)
+    _remove_leftovers(tb, tb.containers())
+    if tb.state.path.exists():
+        shutil.rmtree(tb.state.path)

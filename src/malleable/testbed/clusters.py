@@ -1,0 +1,46 @@
+"""The clusters config of a testbed (TOML), as ``malleable testbed config`` prints it.
+
+One ``[clusters.SITE]`` table per site::
+
+    [clusters.vu]
+    kind = "slurm"              # the adapter to use
+    slurm_cluster = "vu"        # Slurm's ClusterName (sacct -M, squeue -M)
+    partition = "batch"
+    nodes = 85
+    host = "127.0.0.1"          # the site's login/controller sshd, published on the host
+    port = 49153
+    address = "172.19.0.7"      # the same sshd on the testbed network (port 22)
+    user = "malleable"
+    key = "/root/.local/state/malleable/testbeds/default/secrets/id_ed25519"
+    known_hosts = "/root/.local/state/malleable/testbeds/default/secrets/known_hosts"
+    controller = "vu-ctl"       # hostname inside the testbed
+
+The manager and the other commands read it with ``--config FILE``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from malleable.testbed.info import SiteEndpoint
+
+
+def _value(value: str | int) -> str:
+    # A JSON string literal is a valid TOML basic string for the text we write.
+    return str(value) if isinstance(value, int) else json.dumps(value)
+
+
+def render_clusters_toml(testbed: str, endpoints: Iterable[SiteEndpoint]) -> str:
+    lines = [f"# Clusters of the malleable testbed {testbed!r} (malleable testbed config "
+             f"--name {testbed}).", "# Regenerated at every bring-up: ports and keys change.", ""]
+    for ep in endpoints:
+        lines.append(f"[clusters.{ep.site}]")
+        for key, value in (("kind", "slurm"), ("slurm_cluster", ep.slurm_cluster),
+                           ("partition", ep.partition), ("nodes", ep.nodes), ("host", ep.host),
+                           ("port", ep.port), ("address", ep.address), ("user", ep.user),
+                           ("key", ep.key), ("known_hosts", ep.known_hosts),
+                           ("controller", ep.controller)):
+            lines.append(f"{key} = {_value(value)}")
+        lines.append("")
+    return "\n".join(lines)

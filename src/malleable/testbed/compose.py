@@ -1,0 +1,99 @@
+"""The compose project of a testbed, built as data (written as JSON, which is valid YAML).
+
+No fixed container names and no fixed subnets: the compose project name (``malleable-NAME``)
+keeps several testbeds apart, compose makes one network per project, and each service's
+hostname is what Slurm and SSH use inside that network. Only the controllers' sshd is
+published, on a random port of 127.0.0.1.
+
+Start order: the accounting service becomes healthy, the compute containers start (so
+their names resolve), then each site's controller starts.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from malleable.errors import InputError
+from malleable.testbed.slurmconf import DBD_HOST
+from malleable.testbed.topology import Site, Topology
+
+#: Testbed names: part of the compose project name, the state directory, labels.
+TESTBED_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,30}$")
+#: Label on every container: the testbed it belongs to.
+LABEL_TESTBED = "org.malleable.testbed"
+#: Label on every container: accounting, controller or compute.
+LABEL_ROLE = "org.malleable.role"
+#: Label on site containers: the site.
+LABEL_SITE = "org.malleable.site"
+#: Mount points of the state directory's parts inside the containers.
+SECRETS_MOUNT = "/testbed/secrets"
+ETC_MOUNT = "/testbed/etc"
+
+_HEALTHCHECK = {
+    "test": ["CMD", "/usr/local/sbin/testbed-healthcheck"],
+    "interval": "2s",
+    "timeout": "20s",
+    "retries": 30,
+    "start_period": "180s",
+}
+
+
+def check_name(name: str) -> str:
+    """A valid testbed name, or an InputError saying what is allowed."""
+    if not TESTBED_NAME.match(name):
+        raise InputError(f"bad testbed name {name!r}: use lowercase letters, digits, '-' and '_' "
+                         "(at most 31 characters, starting with a letter or digit)")
+    return name
+
+
+def project_name(name: str) -> str:
+    """The compose project of testbed ``name``."""
+    return f"malleable-{check_name(name)}"
+
+
+def _service(image: str, name: str, role: str, command: list[str], secrets: Path, etc: Path,
+             site: str | None = None) -> dict[str, Any]:
+    labels = {LABEL_TESTBED: name, LABEL_ROLE: role}
+    if site is not None:
+        labels[LABEL_SITE] = site
+    return {
+        "image": image,
+        "command": command,
+        "init": True,
+        "volumes": [f"{secrets}:{SECRETS_MOUNT}:ro", f"{etc}:{ETC_MOUNT}:ro"],
+        "healthcheck": dict(_HEALTHCHECK),
+        "stop_grace_period": "5s",
+        "labels": labels,
+    }
+
+
+def _site_services(site: Site, image: str, name: str, secrets: Path,
+                   etc: Path) -> dict[str, dict[str, Any]]:
+    services: dict[str, dict[str, Any]] = {}
+    for host, nodes in site.layout().items():
+        svc = _service(image, name, "compute", ["compute", site.name, *nodes], secrets, etc,
+                       site.name)
+        svc["hostname"] = host
+        svc["networks"] = {"default": {"aliases": list(nodes)}}
+        svc["depends_on"] = {DBD_HOST: {"condition": "service_healthy"}}
+        services[host] = svc
+    ctl = _service(image, name, "controller", ["controller", site.name], secrets, etc, site.name)
+    ctl["hostname"] = site.controller
+    ctl["ports"] = ["127.0.0.1::22"]
+    ctl["depends_on"] = {DBD_HOST: {"condition": "service_healthy"},
+                         **{h: {"condition": "service_started"} for h in site.compute_hosts()}}
+    services[site.controller] = ctl
+    return services
+
+
+def compose_project(topology: Topology, name: str, image: str, state_dir: Path) -> dict[str, Any]:
+    """The compose document of a testbed whose state lives in ``state_dir``."""
+    secrets, etc = state_dir / "secrets", state_dir / "etc"
+    dbd = _service(image, name, "accounting", ["accounting"], secrets, etc)
+    dbd["hostname"] = DBD_HOST
+    services: dict[str, dict[str, Any]] = {DBD_HOST: dbd}
+    for site in topology.sites:
+        services.update(_site_services(site, image, name, secrets, etc))
+    return {"version": "2.4", "services": services}

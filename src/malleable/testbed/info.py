@@ -1,0 +1,183 @@
+"""What a running testbed looks like, as data, and the pure parsers that produce it.
+
+``docker inspect`` JSON becomes :class:`Container` records; ``sinfo``/``squeue`` output
+becomes per-site counts; :class:`SiteEndpoint` is how a client reaches a site (the
+clusters config that ``malleable testbed config`` prints is made of them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from malleable.testbed.compose import LABEL_ROLE, LABEL_SITE
+
+#: The login user of every testbed container.
+USER = "malleable"
+#: Where the controllers' sshd is published on the host.
+PUBLISH_HOST = "127.0.0.1"
+#: ``sinfo`` format: one line per node, ``NAME STATE``.
+SINFO_ARGS = ("sinfo", "--noheader", "--Node", "--format=%N %T")
+#: ``squeue`` format: one line per job, ``JOBID STATE``.
+SQUEUE_ARGS = ("squeue", "--noheader", "--format=%i %T")
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    """One container of a testbed, from ``docker inspect``."""
+
+    id: str
+    hostname: str
+    role: str
+    site: str | None
+    state: str
+    health: str | None
+    address: str | None
+    ssh_port: int | None
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def running(self) -> bool:
+        return self.state == "running"
+
+    @property
+    def healthy(self) -> bool:
+        return self.running and self.health in (None, "healthy")
+
+
+@dataclass(frozen=True, slots=True)
+class SiteEndpoint:
+    """How to reach one site: SSH to its controller (the login node), and its Slurm names."""
+
+    site: str
+    slurm_cluster: str
+    controller: str
+    host: str
+    port: int
+    address: str
+    user: str
+    key: str
+    known_hosts: str
+    nodes: int
+    partition: str
+    compute: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SiteStatus:
+    """One site now: its controller, its nodes by Slurm state, its queue."""
+
+    site: str
+    controller: str
+    controller_state: str
+    controller_health: str | None
+    nodes: int
+    node_states: dict[str, int]
+    jobs: int
+    endpoint: SiteEndpoint | None
+    error: str = ""
+
+    @property
+    def idle(self) -> int:
+        return self.node_states.get("idle", 0)
+
+
+@dataclass(frozen=True, slots=True)
+class TestbedStatus:
+    """The whole testbed now (``status --json`` prints :meth:`to_json`)."""
+
+    __test__ = False  # not a pytest class, despite its name
+
+    name: str
+    project: str
+    topology: str
+    up: bool
+    sites: dict[str, SiteStatus]
+    containers: tuple[Container, ...] = field(default=())
+
+    @property
+    def idle(self) -> int:
+        return sum(s.idle for s in self.sites.values())
+
+    @property
+    def controllers_up(self) -> int:
+        return sum(1 for s in self.sites.values() if s.controller_health == "healthy")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "project": self.project,
+            "topology": self.topology,
+            "up": self.up,
+            "idle_nodes": self.idle,
+            "controllers_up": self.controllers_up,
+            "sites": {name: _plain({**asdict(s), "idle": s.idle})
+                      for name, s in self.sites.items()},
+            "containers": [_plain(asdict(c)) for c in self.containers],
+        }
+
+
+def _plain(value: Any) -> Any:
+    """Tuples become lists, recursively (what JSON holds)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _ssh_port(ports: dict[str, Any] | None) -> int | None:
+    bindings = (ports or {}).get("22/tcp") or []
+    for binding in bindings:
+        port = binding.get("HostPort")
+        if port:
+            return int(port)
+    return None
+
+
+def parse_inspect(text: str) -> list[Container]:
+    """Containers from ``docker inspect`` JSON (a list of objects)."""
+    out = []
+    for doc in json.loads(text):
+        labels = doc.get("Config", {}).get("Labels") or {}
+        state = doc.get("State", {})
+        networks = doc.get("NetworkSettings", {}).get("Networks") or {}
+        net: dict[str, Any] = next(iter(networks.values()), {})
+        out.append(Container(
+            id=doc["Id"],
+            hostname=doc.get("Config", {}).get("Hostname", ""),
+            role=labels.get(LABEL_ROLE, ""),
+            site=labels.get(LABEL_SITE),
+            state=state.get("Status", "unknown"),
+            health=(state.get("Health") or {}).get("Status"),
+            address=net.get("IPAddress") or None,
+            ssh_port=_ssh_port(doc.get("NetworkSettings", {}).get("Ports")),
+            aliases=tuple(a for a in (net.get("Aliases") or []) if a != doc["Id"][:12]),
+        ))
+    return out
+
+
+def parse_sinfo(text: str) -> dict[str, str]:
+    """Node -> state from ``sinfo --Node --format='%N %T'`` (a node listed once)."""
+    states: dict[str, str] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) == 2:
+            states.setdefault(fields[0], fields[1].lower())
+    return states
+
+
+def count_states(states: dict[str, str]) -> dict[str, int]:
+    return dict(sorted(Counter(states.values()).items()))
+
+
+def parse_squeue(text: str) -> dict[str, str]:
+    """Job id -> state from ``squeue --format='%i %T'``."""
+    jobs = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) == 2:
+            jobs[fields[0]] = fields[1]
+    return jobs

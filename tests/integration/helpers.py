@@ -1,0 +1,30 @@
+"""Helpers of the integration tests: unique testbed names, waits on deadlines."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Callable
+
+import pytest
+
+from malleable.testbed import Testbed
+
+TestbedFactory = Callable[..., Testbed]
+_counter = itertools.count()
+
+
+def unique_name(prefix: str = "it") -> str:
+    """A testbed name no other test run on this machine uses."""
+    return f"{prefix}{os.getpid()}-{next(_counter)}"
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, what: str,
+             interval: float = 0.5) -> None:
+    """Poll ``predicate`` until it holds, failing the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)

@@ -1,0 +1,47 @@
+"""``malleable testbed``: help, and bad input rejected with one line and exit code 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from malleable.cli import main
+
+
+@pytest.fixture(autouse=True)
+def _state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MALLEABLE_TESTBED_STATE", str(tmp_path / "state"))
+
+
+@pytest.mark.parametrize("action", ["up", "status", "exec", "config", "down", "list", "build"])
+def test_every_action_has_help(action: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["testbed", action, "--help"])
+    assert info.value.code == 0
+    assert "usage: malleable testbed " + action in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["up", "--topology", "nowhere.toml"], "neither a built-in"),
+    (["up", "--topology", "small", "--scale", "2"], "--scale must be in (0, 1]"),
+    (["up", "--topology", "small", "--timeout", "0"], "--timeout must be a positive"),
+    (["up", "--topology", "small", "--name", "Bad Name"], "bad testbed name"),
+    (["status", "--name", "absent"], "no testbed named 'absent' is up"),
+    (["config", "--name", "absent"], "no testbed named 'absent' is up"),
+    (["exec", "--name", "absent", "vu", "--"], "no command given"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["testbed", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_bad_topology_file_names_the_file(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "t.toml"
+    path.write_text("[sites.a]\nnodes = 'many'\n")
+    assert main(["testbed", "up", "--topology", str(path)]) == 2
+    assert f"{path}: [sites.a] nodes must be an integer" in capsys.readouterr().err
