@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "malleable.commands.testbed",
     "malleable.commands.resize",
     "malleable.commands.manager",
+    "malleable.coorm.command",
 )
 
 
