@@ -27,9 +27,10 @@ if ! docker info >/dev/null 2>&1; then
   for _ in $(seq 1 120); do
     docker info >/dev/null 2>&1 && break
     sleep 0.5
+    pgrep -x dockerd >/dev/null || break   # it died: do not wait for nothing
   done
   if ! docker info >/dev/null 2>&1; then
-    echo "testbed-setup: dockerd did not answer within 60 s; last log lines:" >&2
+    echo "testbed-setup: dockerd did not start (or answer within 60 s); last log lines:" >&2
     tail -n 30 "$DOCKERD_LOG" >&2 || true
     exit 1
   fi

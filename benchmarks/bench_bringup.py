@@ -46,7 +46,7 @@ def _timed(what: str, fn: Callable[..., object], *args: object, **kwargs: object
 def cold(docker: Docker) -> float:
     """Build base and image from nothing under throwaway tags; return their total time."""
     tag = f"bench{os.getpid()}"
-    base, image = f"malleable-base:{tag}", f"malleable-testbed:{tag}"
+    base, repo = f"malleable-base:{tag}", f"malleable-testbed-{tag}"
     try:
         t_base = _timed("cold: base image (mmdebstrap + import)", images.build_base, docker, base)
         t_apt = _timed("cold: host packages (apt-get, in a container)", docker.docker_cmd,
@@ -54,9 +54,11 @@ def cold(docker: Docker) -> float:
                        "apt-get update -q && apt-get install -y -q " + " ".join(APT_PACKAGES),
                        timeout=1200)
         t_img = _timed("cold: testbed image (docker build --no-cache)", images.ensure_image,
-                       docker, base, image=image, no_cache=True)
+                       docker, base, repo=repo, no_cache=True)
     finally:
-        docker.docker_cmd("rmi", "--force", image, base, check=False, timeout=120)
+        tags = docker.docker_cmd("images", "--format", "{{.Repository}}:{{.Tag}}", repo,
+                                 check=False).stdout.split()
+        docker.docker_cmd("rmi", "--force", *tags, base, check=False, timeout=120)
     return t_apt + t_base + t_img
 
 

@@ -2,10 +2,10 @@
 
 Each family of subcommands lives in its own module, which exposes
 ``register(subparsers)``; the module adds its parsers and sets ``func`` on each
-(``func(args) -> int``). Exit codes (documented in docs/cli.md):
+(``func(args) -> int``). Exit codes:
 
 0 success · 1 unexpected failure · 2 bad input or usage · 3 a cluster, command
-or container failed · 4 infeasible request · 130 interrupted.
+or container failed · 4 infeasible request · 130 interrupted (README.md).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "malleable.commands.testbed",
     "malleable.commands.resize",
     "malleable.commands.manager",
+    "malleable.coorm.command",
     "malleable.commands.app",
 )
 

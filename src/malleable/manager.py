@@ -97,7 +97,10 @@ class Manager:
     _queue: dict[str, WaitingJob] = field(default_factory=dict)
     _where: dict[str, str] = field(default_factory=dict)
     _active: set[str] = field(default_factory=set)
-    placed_last_cycle: int = 0
+    _queue_view: _QueueView = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._queue_view = _QueueView(self._queue)
 
     # -------------------------------------------------------------- submissions
 
@@ -148,7 +151,7 @@ class Manager:
         """One observe -> decide -> act pass; returns how many actions were applied."""
         self._drain_events()
         view = View(now, {name: rm.observe() for name, rm in self.clusters.items()},
-                    _QueueView(self._queue))
+                    self._queue_view)
         placed: list[str] = []
         deferred: list[str] = []
         applied = 0
@@ -164,7 +167,6 @@ class Manager:
             answer = self._apply(action, now, placed, deferred)
             applied += 1
         self._settle_queue(placed, deferred, now)
-        self.placed_last_cycle = len(placed)
         return applied
 
     def _drain_events(self) -> None:
@@ -189,15 +191,16 @@ class Manager:
 
     def _apply(self, action: Action, now: float, placed: list[str],
                deferred: list[str]) -> int | None:
+        if isinstance(action, Place):  # the hot cases first, without pattern matching
+            return self._place(action.job_id, action.cluster, action.size, now, placed)
+        if isinstance(action, Defer):
+            deferred.append(action.job_id)
+            return None
         match action:
-            case Place(job_id, cluster, size):
-                return self._place(job_id, cluster, size, now, placed)
             case Grow(job_id, offer):
                 return self._grow(job_id, offer, now)
             case Shrink(job_id, amount, mandatory):
                 return self._shrink(job_id, amount, mandatory, now)
-            case Defer(job_id):
-                deferred.append(job_id)
             case Cancel(job_id, reason):
                 self._cancel(job_id, reason, now, placed)
             case Reject(job_id, reason):

@@ -160,6 +160,9 @@ class RunningJob:
     ``feedback`` carries what the application last reported (for example
     ``parallelism`` or ``efficiency`` per quantum), empty when it reports nothing.
     ``managed`` is False for background load (jobs the manager did not submit).
+    ``resized_at`` is when the job last changed size (its start if it never did), or
+    None when the adapter does not know; policies with reconfiguration inhibitors
+    (DMRlib's scheduling period) read it.
     """
 
     spec: JobSpec
@@ -170,6 +173,7 @@ class RunningJob:
     releasing: int = 0
     growing: int = 0
     feedback: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
+    resized_at: float | None = None
 
     @property
     def id(self) -> str:

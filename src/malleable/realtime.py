@@ -5,7 +5,9 @@ The simulator calls :meth:`Manager.cycle` from its event engine; here a
 workload's jobs when their (scaled) submit times come, and stops when every job has
 finished, when its deadline passes, or on SIGINT/SIGTERM (gracefully: the current
 cycle ends, the journal is flushed, jobs on the clusters keep running and a later
-run with the same state file takes them up again).
+run with the same state file takes them up again). A cycle that fails because a site
+or a command failed is logged and tried again at the next poll; ``max_failures`` in a
+row end the run with that error.
 
 Times handed to the manager are *model seconds*: real seconds since the run began
 divided by the time scale, so records compare directly with a simulation of the
@@ -26,7 +28,7 @@ from types import FrameType
 from typing import Protocol, runtime_checkable
 
 from malleable.adapters.base import ResourceManager
-from malleable.errors import MalleableError
+from malleable.errors import ExternalError, MalleableError
 from malleable.manager import Manager
 from malleable.model import JobSpec
 
@@ -93,7 +95,9 @@ class RealtimeDriver:
     monotonic: Callable[[], float] = time.monotonic
     stop_event: threading.Event = field(default_factory=threading.Event)
     pause: Callable[[float], object] | None = None
+    max_failures: int = 10
     _next: int = 0
+    _failures: int = 0
     _stopped_by: str = ""
 
     def __post_init__(self) -> None:
@@ -135,7 +139,14 @@ class RealtimeDriver:
         now = self.clock.now()
         self._submit_due(now)
         prefetch(pool, self.manager.clusters)
-        self.manager.cycle(self.clock.now())
+        try:
+            self.manager.cycle(self.clock.now())
+            self._failures = 0
+        except ExternalError as exc:  # a site or a command failed: try again next poll
+            self._failures += 1
+            logger.warning("cycle failed (%d in a row): %s", self._failures, exc)
+            if self._failures >= self.max_failures:
+                raise
         self.flush()
         self.on_cycle(now)
         outcome.cycles += 1

@@ -243,3 +243,21 @@ def test_manager_on_two_fake_sites_with_a_journal() -> None:
     assert all(r.state is JobState.COMPLETED for r in manager.records.values())
     assert set(store.slurm_ids()) == {(manager.cluster_of(f"j{i}"), f"j{i}") for i in range(3)}
     assert {manager.cluster_of(f"j{i}") for i in range(3)} == {"vu", "uva"}
+
+
+def test_expansion_of_a_job_that_ends_meanwhile_cancels_the_helper() -> None:
+    fake = FakeSlurm(node_names(4))
+    job = fake.add_job(2)
+    ctl = SlurmCtl(fake)
+    allocate = ctl.allocate
+
+    def allocate_then_end(*args: object, **kw: object) -> object:
+        granted = allocate(*args, **kw)  # type: ignore[arg-type]
+        fake.finish(job.job_id)  # the job ends while its helper is being granted
+        return granted
+
+    ctl.allocate = allocate_then_end  # type: ignore[method-assign]
+    result = Resizer(ctl, sleep=lambda s: None).expand(job.job_id, 4)
+    assert result.outcome is Outcome.REFUSED and "ended during the expansion" in result.reason
+    assert result.helper is not None and fake.jobs[result.helper].state == "CANCELLED"
+    assert not any(c[:3] == ["scontrol", "update", f"JobId={result.helper}"] for c in fake.calls)

@@ -155,3 +155,31 @@ def test_poll_interval_must_be_positive() -> None:
     manager = Manager(KoalaPolicy.named("pra", "fpsma"), {})
     with pytest.raises(ValueError, match="poll interval"):
         RealtimeDriver(manager, clock, [], 0.0)
+
+
+def test_a_failing_site_is_retried_then_gives_up() -> None:
+    from malleable.errors import ExternalError
+
+    fake = FakeTime()
+    driver, cluster, _ = _driver(fake, _jobs(1, gap=1.0, runtime=5.0))
+    failures = [3]
+    observe = cluster.observe
+
+    def flaky() -> ClusterView:
+        if failures[0] > 0:
+            failures[0] -= 1
+            raise ExternalError("ssh vu: cannot connect")
+        return observe()
+
+    cluster.observe = flaky  # type: ignore[method-assign]
+    assert driver.run().stopped == "done"  # three failed cycles, then it went on
+
+    driver, cluster, _ = _driver(fake, _jobs(1, gap=1.0, runtime=5.0))
+    driver.max_failures = 2
+
+    def down() -> ClusterView:
+        raise ExternalError("ssh vu: cannot connect")
+
+    cluster.observe = down  # type: ignore[method-assign]
+    with pytest.raises(ExternalError, match="cannot connect"):
+        driver.run()

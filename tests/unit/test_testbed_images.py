@@ -86,29 +86,28 @@ class _Images(Docker):
 def test_up_to_date_image_is_reused() -> None:
     base_id = "sha256:base"
     wanted = images.context_hash(TB, images.package_dir(), base_id)
-    docker = _Images({"debian:bookworm": {"id": base_id},
-                      images.IMAGE: {"id": "sha256:img", "label": wanted}})
-    assert images.ensure_image(docker) == images.IMAGE
+    tag = f"{images.REPO}:{wanted}"
+    docker = _Images({"debian:bookworm": {"id": base_id}, tag: {"id": "sha256:img",
+                                                                 "label": wanted}})
+    assert images.ensure_image(docker) == tag
     assert not any("build" in c for c in docker.calls)
 
 
-def test_stale_image_is_rebuilt_on_the_local_base() -> None:
+def test_missing_image_is_built_with_its_hash_tag_then_old_ones_pruned() -> None:
     docker = _Images({images.LOCAL_BASE: {"id": "sha256:local"},
-                      images.IMAGE: {"id": "sha256:img", "label": "old"}})
-    real_run = docker.run
-
-    def run(argv: Sequence[str], **kwargs: object) -> Result:
-        if "build" in argv:  # the build replaces the image behind the tag
-            docker.present[images.IMAGE] = {"id": "sha256:new", "label": "new"}
-        return real_run(argv, **kwargs)  # type: ignore[arg-type]
-
-    docker.run = run  # type: ignore[method-assign]
-    images.ensure_image(docker)
+                      images.IMAGE: {"id": "sha256:other-checkout", "label": "other"}})
+    tag = images.ensure_image(docker)
+    wanted = images.context_hash(TB, images.package_dir(), "sha256:local")
+    assert tag == f"{images.REPO}:{wanted}"
     build = next(c for c in docker.calls if "build" in c)
     assert f"BASE_IMAGE={images.LOCAL_BASE}" in build
-    assert any(a.startswith(f"{images.LABEL_CONTEXT}=") for a in build)
+    assert f"{images.LABEL_CONTEXT}={wanted}" in build
+    assert build[build.index("--tag") + 1] == tag and images.IMAGE in build
     assert "--no-cache" not in build
-    assert docker.calls[-1][1:] == ("rmi", "sha256:img")  # the replaced image is removed
+    prune = docker.calls[-1]
+    assert prune[1:5] == ("image", "prune", "--all", "--force")
+    assert f"label={images.LABEL_CONTEXT}" in prune and "until=24h" in prune
+    assert not any(c[1] == "rmi" for c in docker.calls)
 
 
 def test_missing_base_runs_the_base_image_script() -> None:

@@ -133,13 +133,21 @@ def prepare(args: argparse.Namespace, sites: Sequence[SiteConfig], store: Store)
     return ManagerRun(info, store, manager, adapters, clock, pending, workload, resumed)
 
 
-def _workload(args: argparse.Namespace) -> list[JobSpec]:
+def _check_args(args: argparse.Namespace) -> None:
+    """Bad numbers stop before anything is created."""
+    if not args.poll > 0 or not math.isfinite(args.poll):
+        raise InputError("--poll must be a positive number of seconds")
     if not args.time_scale > 0 or not math.isfinite(args.time_scale):
         raise InputError("--time-scale must be a positive number")
+    if args.jobs is not None and args.jobs < 1:
+        raise InputError("--jobs must be at least 1")
+    if args.deadline is not None and not args.deadline > 0:
+        raise InputError("--deadline must be a positive number of seconds")
+
+
+def _workload(args: argparse.Namespace) -> list[JobSpec]:
     jobs = load_workload(args.workload, args.seed)
     if args.jobs is not None:
-        if args.jobs < 1:
-            raise InputError("--jobs must be at least 1")
         jobs = sorted(jobs, key=lambda j: j.submit_time)[:args.jobs]
     check_jobs(jobs)
     return jobs
@@ -160,8 +168,7 @@ def _check_same_run(info: RunInfo, args: argparse.Namespace, source: str) -> Non
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.poll > 0:
-        raise InputError("--poll must be a positive number of seconds")
+    _check_args(args)
     sites = select_sites(load_config(args.config), args.sites)
     out: Path = args.out
     _mkdir(out)

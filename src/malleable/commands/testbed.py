@@ -39,6 +39,11 @@ def register(sub: Any) -> None:
     tsub = p.add_subparsers(dest="action", metavar="ACTION")
     tsub.required = True
     _register_up(tsub)
+    _register_use(tsub)
+    _register_manage(tsub)
+
+
+def _register_use(tsub: Any) -> None:
     st = tsub.add_parser("status", help="sites, node states and queues of a testbed",
                          description="Print each site's controller, nodes by state and jobs.")
     _name(st)
@@ -60,6 +65,9 @@ def register(sub: Any) -> None:
                                      "endpoint, user, key, known_hosts and Slurm cluster name.")
     _name(cf)
     cf.set_defaults(func=run_config)
+
+
+def _register_manage(tsub: Any) -> None:
     dn = tsub.add_parser("down", help="cancel every job and remove a testbed entirely",
                          description="Cancel every job, then remove the containers, the network "
                                      "and the state directory (secrets included). Images stay.")
@@ -142,6 +150,11 @@ def print_status(status: TestbedStatus) -> None:
         table.add_row(name, f"{s.controller} ({s.controller_health or s.controller_state})",
                       str(s.nodes), str(s.idle), states, str(s.jobs), ssh)
     Console().print(table)
+    for c in status.containers:
+        if not c.healthy:
+            print(f"container {c.hostname}: {c.state}, {c.health or 'no health check'}")
+    if not status.containers:
+        print("no containers: bring the testbed up again, or take it down")
 
 
 def run_status(args: argparse.Namespace) -> int:

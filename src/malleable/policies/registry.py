@@ -24,6 +24,10 @@ BUILTIN: dict[str, str] = {
     "egs": "malleable.policies.factories:egs",
     "equipartition": "malleable.policies.factories:equipartition",
     "dmr": "malleable.policies.dmr:dmr",
+    "easy": "malleable.policies.easy:easy",
+    "easy-dmr": "malleable.policies.dmr_study:easy_dmr",
+    "fcfs": "malleable.policies.fcfs:FCFS",
+    "acds": "malleable.policies.hierarchical.factories:acds",
 }
 
 Factory = Callable[..., Policy]

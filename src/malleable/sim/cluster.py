@@ -33,6 +33,7 @@ class _Job:
     last: float = 0.0
     paused_until: float = 0.0
     releasing: int = 0
+    resized_at: float = 0.0
     version: int = 0
     view: RunningJob | None = None
 
@@ -88,7 +89,7 @@ class SimCluster:
         self._account(now)
         self.idle -= size
         self._mark()
-        job = _Job(spec, time_model(spec), size, now, managed, last=now)
+        job = _Job(spec, time_model(spec), size, now, managed, last=now, resized_at=now)
         self._jobs[spec.id] = job
         self._touch(spec.id)
         self._schedule_end(job)
@@ -132,6 +133,8 @@ class SimCluster:
             self._finish(job, JobState.CANCELLED)
 
     def drain_events(self) -> Sequence[JobEvent]:
+        if not self._events:
+            return ()
         events, self._events = self._events, []
         return events
 
@@ -163,7 +166,7 @@ class SimCluster:
     def _view(self, job: _Job) -> RunningJob:
         if job.view is None:
             job.view = RunningJob(job.spec, self.name, job.size, job.start, job.managed,
-                                  job.releasing)
+                                  job.releasing, resized_at=job.resized_at)
         return job.view
 
     def _advance(self, job: _Job, now: float) -> None:
@@ -199,6 +202,7 @@ class SimCluster:
         now = self.engine.now
         self._advance(job, now)
         job.size = size
+        job.resized_at = now
         job.view = None
         self._touch(job.spec.id)
         if self.reconfig_cost > 0:

@@ -88,10 +88,10 @@ def simulate(jobs: Sequence[JobSpec], clusters: Sequence[Cluster], policy: Polic
     def on_step(now: float) -> bool:
         if background is not None:
             background.start_waiting()
+        done = len(manager.operations)
         manager.cycle(now)
-        if manager.placed_last_cycle:
-            # React to our own placements at once, as a real manager's next poll would:
-            # the new jobs are running now and may take part in growing.
+        if _changed_the_field(manager, done):
+            # React to our own changes at once, as a real manager's next poll would.
             engine.at(now, _nothing, TIMER)
         if background is not None:
             background.start_waiting()
@@ -111,6 +111,17 @@ def simulate(jobs: Sequence[JobSpec], clusters: Sequence[Cluster], policy: Polic
 
 def _nothing() -> None:
     pass
+
+
+def _changed_the_field(manager: Manager, since: int) -> bool:
+    """Did the last cycle start a malleable job (it may grow now) or shrink one (its
+    nodes may be free now)? A rigid start changes nothing a second look would use."""
+    for op in manager.operations[since:]:
+        if op.kind == "shrink":
+            return True
+        if op.kind == "place" and manager.records[op.job_id].spec.malleable:
+            return True
+    return False
 
 
 def _feed(engine: Engine, manager: Manager, ordered: list[JobSpec]) -> None:

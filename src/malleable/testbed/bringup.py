@@ -153,7 +153,7 @@ def _fail(tb: Testbed, what: str) -> None:
     tb.state.logs.mkdir(parents=True, exist_ok=True)
     path = tb.state.logs / f"failure-{time.strftime('%Y%m%d-%H%M%S')}.txt"
     path.write_text(text, encoding="utf-8")
-    logger.error("testbed %s: %s\n%s", tb.name, what, text)
+    logger.info("testbed %s: %s\n%s", tb.name, what, text)
     raise ExternalError(f"testbed {tb.name!r}: {what}; diagnostics in {path}; remove it with: "
                         f"malleable testbed down --name {tb.name}")
 

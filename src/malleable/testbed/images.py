@@ -4,8 +4,8 @@ The base is ``debian:bookworm`` when that image is present (or named with
 ``MALLEABLE_BASE_IMAGE``); otherwise ``malleable-base:bookworm`` is built locally by
 ``testbed/base-image.sh`` (mmdebstrap of the host's own apt sources, then ``docker
 import``). The testbed image carries a label with a hash of its build context (the
-Dockerfile, the scripts, the malleable sources and the base image's id): it is rebuilt
-only when that hash changes.
+Dockerfile, the scripts, the malleable sources and the base image's id) and is tagged with
+it: it is built only when no image of that hash exists.
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ from malleable.testbed.docker import Docker
 
 logger = logging.getLogger(__name__)
 
-IMAGE = "malleable-testbed:latest"
+REPO = "malleable-testbed"
+IMAGE = f"{REPO}:latest"
+#: Testbed images unused for this long are removed after a build.
+PRUNE_AFTER = "24h"
 LOCAL_BASE = "malleable-base:bookworm"
 PUBLIC_BASE = "debian:bookworm"
 LABEL_CONTEXT = "org.malleable.context"
@@ -107,28 +110,34 @@ def _prepare_context(ctx: Path, tb_dir: Path, pkg_dir: Path) -> None:
 
 
 def ensure_image(docker: Docker, base: str | None = None, *, force: bool = False,
-                 image: str = IMAGE, no_cache: bool = False) -> str:
+                 repo: str = REPO, no_cache: bool = False) -> str:
     """Build the testbed image unless one from the same context exists; return its tag.
 
-    ``no_cache`` rebuilds every layer (the benchmark's cold build).
+    The tag is ``REPO:<context hash>`` (also tagged ``REPO:latest``), so checkouts with
+    different sources never overwrite each other's image. ``no_cache`` rebuilds every
+    layer (the benchmark's cold build).
     """
     base = ensure_base(docker, base)
     base_id = image_id(docker, base) or base
     tb_dir, pkg_dir = testbed_dir(), package_dir()
     wanted = context_hash(tb_dir, pkg_dir, base_id)
-    if not force and image_label(docker, image, LABEL_CONTEXT) == wanted:
-        logger.info("image %s is up to date (%s)", image, wanted)
-        return image
-    logger.info("building %s from %s (context %s)", image, base, wanted)
-    previous = image_id(docker, image)
+    tag = f"{repo}:{wanted}"
+    if not force and image_label(docker, tag, LABEL_CONTEXT) == wanted:
+        logger.info("image %s is up to date", tag)
+        return tag
+    logger.info("building %s from %s", tag, base)
     with tempfile.TemporaryDirectory(prefix="malleable-testbed-") as tmp:
         ctx = Path(tmp)
         _prepare_context(ctx, tb_dir, pkg_dir)
         docker.docker_cmd("build", "--quiet", *(("--no-cache",) if no_cache else ()),
                           "--build-arg", f"BASE_IMAGE={base}",
-                          "--label", f"{LABEL_CONTEXT}={wanted}", "--tag", image, str(ctx),
-                          timeout=BUILD_TIMEOUT)
-    if previous and previous != image_id(docker, image):
-        # the replaced image, unless a running testbed still uses it (then docker refuses)
-        docker.docker_cmd("rmi", previous, check=False, timeout=120)
-    return image
+                          "--label", f"{LABEL_CONTEXT}={wanted}", "--tag", tag,
+                          "--tag", f"{repo}:latest", str(ctx), timeout=BUILD_TIMEOUT)
+    prune_old_images(docker)
+    return tag
+
+
+def prune_old_images(docker: Docker) -> None:
+    """Remove testbed images older than a day that no container uses (docker refuses those)."""
+    docker.docker_cmd("image", "prune", "--all", "--force", "--filter", f"label={LABEL_CONTEXT}",
+                      "--filter", f"until={PRUNE_AFTER}", check=False, timeout=300)

@@ -26,6 +26,7 @@ unknown application stops the read with an :class:`InputError` naming file:line.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -95,11 +96,16 @@ def _numbers(line: str, source: str, number: int) -> list[float]:
         raise InputError(f"expected 18 SWF fields (or 23 with the malleable ones), found "
                          f"{len(fields)}", source=source, line=number)
     try:
-        return [float(f) for f in fields]
+        values = [float(f) for f in fields]
     except ValueError:
         bad = next(f for f in fields if not _is_number(f))
         raise InputError(f"field {fields.index(bad) + 1} is not a number: {bad!r}",
                          source=source, line=number) from None
+    for index, value in enumerate(values):
+        if not math.isfinite(value):
+            raise InputError(f"field {index + 1} is not a finite number: {fields[index]!r}",
+                             source=source, line=number)
+    return values
 
 
 def _is_number(text: str) -> bool:

@@ -140,10 +140,20 @@ class Resizer:
             if helper.job_id is not None:
                 self.ctl.cancel(helper.job_id)
             return self._confirm(job, target, began, helper.message or "helper not granted")
+        if not self._still_running(job_id):
+            self.ctl.cancel(helper.job_id)
+            return self._confirm(job, target, began, "the job ended during the expansion",
+                                 helper.job_id)
         reason = self._merge(job_id, helper.job_id)
         result = self._confirm(job, target, began, reason, helper.job_id)
         logger.info("%s", result.describe())
         return result
+
+    def _still_running(self, job_id: int) -> bool:
+        """Read the job again before the hand-over: handing a helper's nodes to a job that
+        has just ended fails in 22.05 and leaves the helper COMPLETING for good."""
+        job = self.ctl.show_job(job_id)
+        return job is not None and job.state_raw.split()[0] == "RUNNING"
 
     def _merge(self, job_id: int, helper: int) -> str:
         """Hand the helper's nodes to the job; the first error, or ""."""

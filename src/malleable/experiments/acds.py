@@ -1,0 +1,138 @@
+"""``malleable experiment acds``: Figs. 4 to 8 of the AC-DS paper.
+
+Runs AC-DS, AG-DS and EQUI-EQUI on random scheduler trees of K = 2..5 levels with
+Downey jobs (256 processors), then the quantum-factor and reallocation-cost study at
+K = 5; draws the five figures, writes report.md (paper vs ours) and summary.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from malleable.errors import InputError
+from malleable.experiments.acds_figures import draw_all
+from malleable.experiments.acds_markdown import markdown
+from malleable.experiments.acds_plan import Chunk, Results, Settings, chunks, run_all
+from malleable.experiments.acds_report import key_numbers, verdicts
+from malleable.sim.quantum.jobs import DowneyParams
+
+logger = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR",
+                        help="directory for the PNG figures, report.md and summary.json")
+    parser.add_argument("--json", action="store_true",
+                        help="print the key numbers per figure as one JSON object")
+    parser.add_argument("--reps", type=int, default=None, metavar="N",
+                        help="repetitions per point (default 10, as the paper; 2 with --quick)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a tiny sweep (few job counts and QFs, 2 repetitions) in seconds")
+    parser.add_argument("--jobs", default=None, metavar="FIRST:LAST:STEP",
+                        help="numbers of jobs (default 20:500:20, the paper's grid; "
+                             "20:500:40 halves the time)")
+    parser.add_argument("--seed", type=int, default=1, help="base seed of every scenario")
+    parser.add_argument("--work-scale", type=float, default=None, metavar="X",
+                        help=f"quanta L per Downey node-second (default "
+                             f"{DowneyParams().work_scale:g}, 1e-4 with --quick; see "
+                             f"docs/acds.md)")
+    parser.add_argument("--integral", action="store_true",
+                        help="allocate whole processors (integral DEQ) instead of fractions")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="worker processes (default 1)")
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """The sweep that the command line asks for; InputError for bad values."""
+    base = Settings.quick() if args.quick else Settings()
+    reps = base.reps if args.reps is None else args.reps
+    if reps < 1:
+        raise InputError(f"--reps {reps}: give at least 1 repetition")
+    if args.workers < 1:
+        raise InputError(f"--workers {args.workers}: give at least 1")
+    scale = base.params.work_scale if args.work_scale is None else args.work_scale
+    if not scale > 0:
+        raise InputError(f"--work-scale {args.work_scale}: give a positive number")
+    jobs = base.jobs if args.jobs is None else _grid(args.jobs)
+    fig8 = base.fig8_jobs if base.fig8_jobs in jobs or args.jobs is None else max(jobs)
+    params = replace(base.params, work_scale=scale)
+    return replace(base, reps=reps, jobs=jobs, seed=args.seed, integral=args.integral,
+                   params=params, fig8_jobs=fig8)
+
+
+def _grid(text: str) -> tuple[int, ...]:
+    try:
+        first, last, step = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise InputError(f"--jobs {text!r}: write FIRST:LAST:STEP, e.g. 20:500:20") from None
+    if not 1 <= first <= last or step < 1:
+        raise InputError(f"--jobs {text!r}: need 1 <= FIRST <= LAST and STEP >= 1")
+    return tuple(range(first, last + 1, step))
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    out: Path = args.out
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create output directory: {exc.strerror}",
+                         source=str(out)) from None
+    console = Console(stderr=True)
+    start = time.monotonic()
+    results = _sweep(settings, args.workers, console, transient=args.json)
+    elapsed = time.monotonic() - start
+    numbers = key_numbers(results, settings)
+    draw_all(results, settings, out)
+    (out / "report.md").write_text(markdown(numbers, settings, elapsed))
+    payload = _payload(numbers, settings, elapsed)
+    (out / "summary.json").write_text(json.dumps(payload, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(payload))
+    else:
+        _summary(console, payload, out)
+    return 0
+
+
+def _sweep(settings: Settings, workers: int, console: Console, transient: bool) -> Results:
+    todo = chunks(settings)
+    with Progress(TextColumn("[bold]AC-DS sweep"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("jobs simulated"), TimeElapsedColumn(), console=console,
+                  transient=transient) as progress:
+        task = progress.add_task("sweep", total=sum(c.jobs for c in todo))
+
+        def done(chunk: Chunk) -> None:
+            progress.advance(task, chunk.jobs)
+
+        return run_all(settings, done, workers)
+
+
+def _payload(numbers: dict[str, Any], s: Settings, elapsed: float) -> dict[str, Any]:
+    return {
+        "experiment": "acds",
+        "settings": {"levels": list(s.levels), "jobs": list(s.jobs), "reps": s.reps,
+                     "quantum_factors": list(s.quantum_factors), "seed": s.seed,
+                     "fig7_costs": list(s.fig7_costs), "fig8_costs": list(s.fig8_costs),
+                     "fig8_jobs": s.fig8_jobs, "work_scale": s.params.work_scale,
+                     "integral": s.integral},
+        "elapsed_s": round(elapsed, 2),
+        "figures": numbers,
+        "findings": [{"figure": f, "finding": t, "paper": p, "ours": o, "verdict": v,
+                      "holds": v == "holds"} for f, t, p, o, v in verdicts(numbers, s)],
+    }
+
+
+def _summary(console: Console, payload: dict[str, Any], out: Path) -> None:
+    held = sum(1 for f in payload["findings"] if f["holds"])
+    console.print(f"{held} of {len(payload['findings'])} findings of the paper hold here; "
+                  f"figures, report.md and summary.json in {out} "
+                  f"({payload['elapsed_s']:.1f} s)")

@@ -1,0 +1,224 @@
+"""``malleable experiment dmrlib``: the DMRlib workload study (Iserte et al., section 5, App. B).
+
+Runs the fixed, pure moldable, pure malleable and flexible workloads of each size
+and the heterogeneous mixes of Table 7 on the simulated 128-node cluster, draws the
+figures as PNG, writes Table 7 and a report beside the paper's findings, and with
+``--json`` prints the key numbers. See docs/dmrlib.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from malleable.errors import InputError
+from malleable.experiments.dmrlib_study import Outcome, Setup, average
+from malleable.experiments.dmrlib_study import run as run_one
+from malleable.workloads.dmrlib import (
+    ALL,
+    NONE,
+    TABLE7_MIXES,
+    Draw,
+    Mix,
+    Submission,
+    Version,
+    draw,
+    from_trace,
+)
+from malleable.workloads.feitelson import FeitelsonModel
+from malleable.workloads.swf import read_swf
+
+logger = logging.getLogger(__name__)
+
+SIZES = (100, 250, 500, 1000, 2000)
+QUICK_SIZES = (20, 40)
+#: (submission, mix) of each Table 3 version.
+VERSIONS: dict[Version, tuple[Submission, Mix]] = {
+    Version.FIXED: (Submission.RIGID, NONE),
+    Version.PURE_MOLDABLE: (Submission.MOLDABLE, NONE),
+    Version.PURE_MALLEABLE: (Submission.RIGID, ALL),
+    Version.FLEXIBLE: (Submission.MOLDABLE, ALL),
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR",
+                        help="directory for the figures (PNG), table7.md/csv, results.json and "
+                             "report.md")
+    parser.add_argument("--jobs", type=int, nargs="+", metavar="N",
+                        help=f"workload sizes (default {' '.join(map(str, SIZES))})")
+    parser.add_argument("--table7-jobs", type=int, metavar="N",
+                        help="workload size of Table 7 and Fig. 5 (default 1000)")
+    parser.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
+    parser.add_argument("--seeds", type=int, default=1, metavar="K",
+                        help="workloads drawn per size, results averaged (default 1, as the "
+                             "paper's single runs)")
+    parser.add_argument("--interarrival", type=float, default=10.0, metavar="S",
+                        help="mean inter-arrival time of Feitelson's model at factor 1 "
+                             "(default 10 s)")
+    parser.add_argument("--factor", type=float, default=1.0,
+                        help="Feitelson arrival factor, multiplies inter-arrival times "
+                             "(default 1)")
+    parser.add_argument("--reconfig-cost", type=float, default=1.0, metavar="S",
+                        help="seconds without progress at each resize (default 1)")
+    parser.add_argument("--any-size", action="store_true",
+                        help="let resizes go to any size, not only multiples/divisors of the "
+                             "current one")
+    parser.add_argument("--swf", type=Path, metavar="PATH",
+                        help="take arrivals and sizes from an SWF trace instead of Feitelson's "
+                             "model (see docs/dmrlib.md for the rule)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"small workloads ({' and '.join(map(str, QUICK_SIZES))} jobs) "
+                             "for a run of seconds")
+    parser.add_argument("--json", action="store_true",
+                        help="print the key numbers as one JSON object")
+
+
+@dataclass
+class Study:
+    """What the study ran: the options and the outcome of each setup (seeds averaged)."""
+
+    sizes: tuple[int, ...]
+    table7_jobs: int
+    seeds: tuple[int, ...]
+    source: str
+    options: dict[str, Any]
+    outcomes: dict[tuple[int, Submission, str], Outcome] = field(default_factory=dict)
+    elapsed: float = 0.0
+
+    def get(self, jobs: int, submission: Submission, mix: Mix) -> Outcome:
+        return self.outcomes[(jobs, submission, mix.name)]
+
+    def version(self, jobs: int, version: Version) -> Outcome:
+        submission, mix = VERSIONS[version]
+        return self.get(jobs, submission, mix)
+
+
+def run(args: argparse.Namespace) -> int:
+    from malleable.experiments.dmrlib_plots import draw_figures
+    from malleable.experiments.dmrlib_report import key_numbers, write_report, write_table7
+
+    sizes, table7_jobs = _sizes(args)
+    out = _out_dir(args.out)
+    sources = _sources(args, sizes, table7_jobs)
+    study = Study(sizes, table7_jobs, tuple(range(args.seed, args.seed + args.seeds)),
+                  "swf" if args.swf else "feitelson", _options(args))
+    started = time.perf_counter()
+    _execute(study, sources, args)
+    study.elapsed = time.perf_counter() - started
+    draw_figures(study, out)
+    write_table7(study, out)
+    write_report(study, out)
+    numbers = key_numbers(study)
+    (out / "results.json").write_text(json.dumps(numbers, indent=2) + "\n", encoding="utf-8")
+    if args.json:
+        print(json.dumps(numbers))
+    else:
+        Console().print(f"DMRlib study: {len(study.outcomes)} workloads in {study.elapsed:.1f} s; "
+                        f"report in {out / 'report.md'}")
+    return 0
+
+
+def _sizes(args: argparse.Namespace) -> tuple[tuple[int, ...], int]:
+    sizes = tuple(args.jobs) if args.jobs else (QUICK_SIZES if args.quick else SIZES)
+    table7 = args.table7_jobs or (QUICK_SIZES[-1] if args.quick else 1000)
+    for n in (*sizes, table7):
+        if n < 1:
+            raise InputError(f"workload sizes must be at least 1 job, not {n}")
+    if args.seeds < 1:
+        raise InputError(f"--seeds must be at least 1, not {args.seeds}")
+    for flag in ("interarrival", "factor"):
+        value = getattr(args, flag)
+        if not (value > 0 and math.isfinite(value)):
+            raise InputError(f"--{flag} must be a positive number, not {value}")
+    if not (args.reconfig_cost >= 0 and math.isfinite(args.reconfig_cost)):
+        raise InputError(f"--reconfig-cost must be a non-negative number, not "
+                         f"{args.reconfig_cost}")
+    return tuple(sorted(set(sizes))), table7
+
+
+def _out_dir(path: Path) -> Path:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create output directory: {exc.strerror}",
+                         source=str(path)) from None
+    return path
+
+
+def _sources(args: argparse.Namespace, sizes: tuple[int, ...],
+             table7_jobs: int) -> dict[tuple[int, int], Draw]:
+    """The drawn workloads, by (size, seed)."""
+    model = FeitelsonModel(mean_interarrival=args.interarrival, factor=args.factor)
+    trace = read_swf(args.swf) if args.swf else None
+    if trace is not None and not trace.jobs:
+        raise InputError("the trace has no job with a known size and run time",
+                         source=str(args.swf))
+    draws: dict[tuple[int, int], Draw] = {}
+    for n in (*sizes, table7_jobs):
+        for seed in range(args.seed, args.seed + args.seeds):
+            if trace is not None:
+                draws[(n, seed)] = from_trace(trace, n, seed)
+            else:
+                draws[(n, seed)] = draw(n, seed, model)
+    return draws
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    return {"interarrival_s": args.interarrival, "factor": args.factor,
+            "reconfig_cost_s": args.reconfig_cost, "multiples": not args.any_size,
+            "swf": str(args.swf) if args.swf else None, "quick": bool(args.quick)}
+
+
+def plan(sizes: tuple[int, ...], table7_jobs: int) -> list[tuple[int, Submission, Mix]]:
+    """Every (size, submission, mix) the study runs, without repeats."""
+    setups: list[tuple[int, Submission, Mix]] = []
+    for n in sizes:
+        setups.extend((n, sub, mix) for sub, mix in VERSIONS.values())
+    for sub in Submission:
+        setups.extend((table7_jobs, sub, mix) for mix in TABLE7_MIXES)
+    seen: set[tuple[int, Submission, str]] = set()
+    unique = []
+    for n, sub, mix in setups:
+        if (n, sub, mix.name) not in seen:
+            seen.add((n, sub, mix.name))
+            unique.append((n, sub, mix))
+    return unique
+
+
+def _execute(study: Study, sources: dict[tuple[int, int], Draw],
+             args: argparse.Namespace) -> None:
+    setups = plan(study.sizes, study.table7_jobs)
+    total = len(setups) * len(study.seeds)
+    with _progress(args.json) as progress:
+        task = progress.add_task("simulating", total=total)
+        for n, sub, mix in setups:
+            outcomes = []
+            for seed in study.seeds:
+                progress.update(task, description=f"{n} jobs · {sub.value} · {mix.name}")
+                keep = n == study.table7_jobs and mix in (NONE, ALL) and seed == study.seeds[0]
+                outcomes.append(run_one(Setup(n, sub, mix, seed), sources[(n, seed)],
+                                        args.reconfig_cost, keep, not args.any_size))
+                progress.advance(task)
+            study.outcomes[(n, sub, mix.name)] = average(outcomes)
+
+
+def _progress(quiet_stdout: bool) -> Progress:
+    console = Console(stderr=True) if quiet_stdout else Console()
+    return Progress(TextColumn("{task.description:<36}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=console, transient=False)
+
+
+def versions() -> Iterator[Version]:
+    """The four versions in the paper's order."""
+    return iter(VERSIONS)

@@ -1,0 +1,235 @@
+"""First come first served with EASY backfilling (Lifka's EASY, Slurm's sched/backfill), pure.
+
+Slurm-like placement for jobs submitted rigid or moldable:
+
+* **What a job asks for** (:func:`submission_range`): a rigid job its size; a
+  moldable job ``[min, max]`` (``sbatch -N min-max``); a malleable job
+  ``[initial, max]``, so a *flexible* job (DMRlib: malleable, submitted moldable) has
+  ``initial = min`` and a *pure malleable* one (submitted rigid at its upper limit)
+  has ``initial = max``.
+* **Start size** (:func:`start_size`): the largest size in that range that fits the
+  free nodes now (Slurm gives a moldable request as many nodes as it can, up to its
+  maximum); 0 when even the minimum does not fit.
+* **Order.** The manager's queue order (submission order). Jobs start from the head
+  while they fit.
+* **Reservation.** The first job that does not fit (the head) gets a reservation:
+  on the cluster where it can start earliest, the shadow time is the first moment
+  when the free nodes plus those of running jobs expected to end by then reach its
+  minimum size; the extra nodes are what is free at the shadow time beyond that
+  minimum.
+* **Backfilling.** Each later job, in queue order, starts now when it fits and
+  either is expected to end by the shadow time or uses no more than the extra nodes
+  (which it then consumes). So a backfilled job never delays the head's start.
+* **Estimates.** A job's expected end is its start plus ``spec.walltime`` (the
+  user's limit, counted from the start whatever the size). A job with no wall time
+  is expected to run forever, as in Slurm without a time limit: it frees nothing
+  before the shadow time and can only backfill into extra nodes. A running job past
+  its estimate is expected to end now. Nodes a job is releasing are counted as free
+  now in the reservation, not for starting jobs.
+
+:func:`easy_schedule` is the placement pass alone (the DMRlib study's combined policy
+runs it before resizing malleable jobs); :class:`EasyPolicy` is the whole policy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator, Iterable, Sequence
+from dataclasses import dataclass
+
+from malleable.model import (
+    Action,
+    ClusterView,
+    JobKind,
+    JobSpec,
+    Place,
+    Reject,
+    SizeRule,
+    View,
+    WaitingJob,
+)
+
+Answers = Generator[Action, int | None, None]
+_MALLEABLE = JobKind.MALLEABLE
+
+
+def submission_range(spec: JobSpec) -> tuple[int, int]:
+    """The sizes a job accepts at start (see the module docstring).
+
+    The minimum is ``initial_size`` for a malleable job, ``min_size`` otherwise (a
+    rigid job has ``min_size == max_size``); the placement loop inlines that.
+    """
+    if spec.kind is JobKind.RIGID:
+        return spec.max_size, spec.max_size
+    if spec.kind is JobKind.MOLDABLE:
+        return spec.min_size, spec.max_size
+    return spec.initial_size, spec.max_size
+
+
+def start_size(spec: JobSpec, free: int) -> int:
+    """The largest size of the job's range that fits ``free`` nodes (0: it does not fit)."""
+    low, high = submission_range(spec)
+    if free < low:
+        return 0
+    size = spec.size_rule.largest_fit(min(high, free))
+    return size if size >= low else 0
+
+
+def expected_end(start: float, spec: JobSpec, now: float) -> float:
+    """When a job started at ``start`` is expected to end (inf without a wall time)."""
+    if spec.walltime is None:
+        return math.inf
+    return max(now, start + spec.walltime)
+
+
+@dataclass(slots=True)
+class Reservation:
+    """The head job's reservation: cluster, shadow time and extra nodes (used up by
+    backfilled jobs that run past the shadow time)."""
+
+    job_id: str
+    cluster: str
+    shadow: float
+    extra: int
+
+
+@dataclass
+class Plan:
+    """What the placement pass knows within one cycle (free nodes, expected ends)."""
+
+    now: float
+    free: dict[str, int]
+    ends: dict[str, list[tuple[float, int]]]
+    capacity: dict[str, int]
+
+    @classmethod
+    def of(cls, view: View, now: float) -> Plan:
+        free = {name: c.available for name, c in view.clusters.items()}
+        ends = {name: _ends(c, now) for name, c in view.clusters.items()}
+        capacity = {name: c.nodes - c.reserve for name, c in view.clusters.items()}
+        return cls(now, free, ends, capacity)
+
+    def started(self, cluster: str, spec: JobSpec, size: int) -> None:
+        """Note a start made in this cycle."""
+        self.free[cluster] -= size
+        self.ends[cluster].append((expected_end(self.now, spec, self.now), size))
+
+    def released(self, cluster: str, nodes: int) -> None:
+        """Note nodes that became free in this cycle (a shrink with no release delay)."""
+        self.free[cluster] += nodes
+
+    def reserve(self, spec: JobSpec) -> Reservation | None:
+        """The earliest reservation for ``spec`` over all clusters (None: none holds it)."""
+        need = submission_range(spec)[0]
+        best: Reservation | None = None
+        for name, capacity in self.capacity.items():
+            if need > capacity:
+                continue
+            shadow, free_then = _shadow(self.free[name], self.ends[name], need, self.now)
+            if best is None or shadow < best.shadow:
+                best = Reservation(spec.id, name, shadow, free_then - need)
+        return best
+
+
+def _ends(cluster: ClusterView, now: float) -> list[tuple[float, int]]:
+    ends: list[tuple[float, int]] = []
+    for job in cluster.running.values():
+        held = job.size - job.releasing
+        if held > 0:
+            ends.append((expected_end(job.start_time, job.spec, now), held))
+        if job.releasing:
+            ends.append((now, job.releasing))
+    return ends
+
+
+def _shadow(free: int, ends: Iterable[tuple[float, int]], need: int,
+            now: float) -> tuple[float, int]:
+    """(shadow time, nodes free then) for a job needing ``need`` nodes."""
+    if free >= need:
+        return now, free
+    for end, nodes in sorted(ends):
+        free += nodes
+        if free >= need:
+            return end, free
+    return math.inf, free
+
+
+def easy_schedule(queue: Sequence[WaitingJob],
+                  plan: Plan) -> Generator[Action, int | None, list[WaitingJob]]:
+    """Place what FCFS + EASY allows; return the jobs left waiting, in order."""
+    order = list(queue)
+    largest = max(plan.capacity.values(), default=0)
+    left: list[WaitingJob] = []
+    reservation: Reservation | None = None
+    most_free = max(plan.free.values(), default=0)
+    # Free and extra nodes only shrink during a pass, so a job that could not start
+    # cannot either for any later job asking the same (sizes, rule, wall time).
+    failed: set[tuple[int, int, SizeRule, float | None]] = set()
+    for i, waiting in enumerate(order):
+        if most_free <= 0 and reservation is not None:
+            # nothing can start: the rest waits as it is (a job too big for every
+            # cluster is rejected in a later cycle, when the scan reaches it)
+            return left + order[i:]
+        spec = waiting.spec
+        low = spec.initial_size if spec.kind is _MALLEABLE else spec.min_size
+        key = (low, spec.max_size, spec.size_rule, spec.walltime)
+        if (low > most_free and low <= largest) or key in failed:  # the common, fast case
+            left.append(waiting)
+            if reservation is None:
+                reservation = plan.reserve(spec)
+            continue
+        if low > largest:
+            yield Reject(spec.id, f"needs {low} nodes, the largest cluster offers {largest}")
+            continue
+        if not (yield from _try_start(spec, plan, reservation)):
+            failed.add(key)
+            left.append(waiting)
+            if reservation is None:
+                reservation = plan.reserve(spec)
+            continue
+        most_free = max(plan.free.values())
+    return left
+
+
+def _try_start(spec: JobSpec, plan: Plan,
+               reservation: Reservation | None) -> Generator[Action, int | None, bool]:
+    """Start ``spec`` now where allowed (most free nodes first); True when it started."""
+    for name in sorted(plan.free, key=lambda n: -plan.free[n]):
+        limit = plan.free[name]
+        ends_late = False
+        if reservation is not None and reservation.cluster == name:
+            end = expected_end(plan.now, spec, plan.now)
+            # with an unknown end (no wall time) on either side, nothing ends "before"
+            ends_late = end > reservation.shadow or math.isinf(reservation.shadow)
+            if ends_late:
+                limit = min(limit, reservation.extra)
+        size = start_size(spec, limit)
+        if not size:
+            continue
+        granted = int((yield Place(spec.id, name, size)) or 0)
+        if not granted:
+            continue
+        plan.started(name, spec, granted)
+        if ends_late and reservation is not None:
+            reservation.extra -= granted
+        return True
+    return False
+
+
+@dataclass
+class EasyPolicy:
+    """FCFS with EASY backfilling; moldable jobs start at the largest size that fits now."""
+
+    @property
+    def name(self) -> str:
+        return "easy"
+
+    def decide(self, view: View, now: float) -> Answers:
+        plan = Plan.of(view, now)
+        yield from easy_schedule(list(view.waiting), plan)
+
+
+def easy() -> EasyPolicy:
+    """FCFS with EASY backfilling (Slurm-like); moldable jobs take the most nodes free now."""
+    return EasyPolicy()
+

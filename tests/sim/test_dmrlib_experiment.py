@@ -1,0 +1,70 @@
+"""``malleable experiment dmrlib``: the quick study end to end, its outputs and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from malleable.cli import main
+
+PNGS = ("fig3_gain_difference.png", "fig4_speedups.png", "fig5_evolution.png",
+        "fig8_workload_time.png", "fig9_allocation.png", "fig10_energy.png")
+
+
+def test_quick_study_writes_figures_table_report_and_json(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["experiment", "dmrlib", "--out", str(tmp_path), "--quick", "--json"]) == 0
+    numbers = json.loads(capsys.readouterr().out)
+    assert numbers["sizes"] == [20, 40] and numbers["table7"]["jobs"] == 40
+    for n in ("20", "40"):
+        per = numbers["workloads"][n]
+        assert set(per["speedup"]) == {"rigid", "moldable"}
+        assert set(per["versions"]) == {"fixed", "pure moldable", "pure malleable", "flexible"}
+        assert per["versions"]["fixed"]["energy_ratio"] == 1.0
+        assert all(v["completed"] == int(n) for v in per["versions"].values())
+    assert set(numbers["table7"]["rigid"]["time"]) == {
+        "none", "25%", "50%", "75%", "CG", "Jacobi", "N-body", "HPG-aligner", "all"}
+    assert numbers["table7"]["rigid"]["time"]["none"] == 100.0
+    assert set(numbers["findings"]) >= {"moldable_submission_alone_helps",
+                                        "energy_falls_with_malleability"}
+    for name in PNGS:
+        assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
+    report = (tmp_path / "report.md").read_text()
+    assert "Fig. 4" in report and "3.25" in report and "Table 7" in report
+    assert "| rigid | time |" in (tmp_path / "table7.md").read_text()
+    assert (tmp_path / "table7.csv").read_text().startswith("submission,metric,none,25%")
+    assert json.loads((tmp_path / "results.json").read_text())["sizes"] == [20, 40]
+
+
+def test_a_trace_is_the_arrival_and_size_source(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "t.swf"
+    trace.write_text("; a small trace\n" + "".join(
+        f"{i} {30 * i} -1 100 {size} -1 -1 {size} -1 -1 -1 -1 -1 -1 -1 -1 -1 -1\n"
+        for i, size in enumerate((1, 4, 64, 8, 16, 2, 32, 12, 6, 3, 24, 5), start=1)))
+    out = tmp_path / "out"
+    assert main(["experiment", "dmrlib", "--out", str(out), "--swf", str(trace),
+                 "--jobs", "12", "--table7-jobs", "12", "--json"]) == 0
+    numbers = json.loads(capsys.readouterr().out)
+    assert numbers["source"] == "swf" and numbers["options"]["swf"] == str(trace)
+    assert numbers["workloads"]["12"]["versions"]["flexible"]["completed"] == 12
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--jobs", "0"], "workload sizes must be at least 1"),
+        (["--seeds", "0"], "--seeds must be at least 1"),
+        (["--factor", "-1"], "--factor must be a positive number"),
+        (["--reconfig-cost", "nan"], "--reconfig-cost must be a non-negative number"),
+        (["--swf", "/nonexistent/trace.swf"], "cannot read workload"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_code_2(
+        args: list[str], message: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["experiment", "dmrlib", "--out", str(tmp_path), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
