@@ -68,3 +68,8 @@ def test_time_limit_is_the_requested_duration_rounded_up() -> None:
     assert WalltimePayload().time_limit_minutes(spec) == 2
     no_wall = JobSpec("b", JobKind.RIGID, 2, 2, 2, app="fixed", runtime=90.0)
     assert WalltimePayload().time_limit_minutes(no_wall) == 5
+
+
+def test_serve_with_an_unreadable_config_is_an_input_error() -> None:
+    from malleable.cli import main
+    assert main(["coorm", "serve", "--config", "/nonexistent/clusters.toml"]) == 2
