@@ -73,3 +73,13 @@ def test_time_limit_is_the_requested_duration_rounded_up() -> None:
 def test_serve_with_an_unreadable_config_is_an_input_error() -> None:
     from malleable.cli import main
     assert main(["coorm", "serve", "--config", "/nonexistent/clusters.toml"]) == 2
+
+
+def test_background_ends_do_not_jitter_with_the_clocks() -> None:
+    from malleable.coorm.real import SlurmCapSource
+    wall = iter([EPOCH + 0.0, EPOCH + 10.013, EPOCH + 20.2, EPOCH + 32.0])
+    source = SlurmCapSource({}, epoch=lambda: next(wall))
+    assert source.epoch_offset(0.0) == EPOCH
+    assert source.epoch_offset(10.0) == EPOCH  # 13 ms of jitter: same offset, same CAP
+    assert source.epoch_offset(20.0) == EPOCH
+    assert source.epoch_offset(30.0) == EPOCH + 2.0  # drifted by 2 s: re-based

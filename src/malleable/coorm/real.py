@@ -42,6 +42,9 @@ from malleable.realtime import ScaledClock
 
 logger = logging.getLogger(__name__)
 
+#: How far the service clock may drift from the wall clock before CAPs are re-based.
+STABLE_OFFSET = 1.0
+
 _HOLDING = ("RUNNING", "CONFIGURING", "SUSPENDED", "COMPLETING")
 
 
@@ -118,6 +121,19 @@ class SlurmCapSource:
         self.sites = dict(sites)
         self.managed: dict[str, set[int]] = {name: set() for name in self.sites}
         self._epoch = epoch
+        self._offset: float | None = None
+
+    def epoch_offset(self, now: float) -> float:
+        """Wall-clock minus service time, kept while it drifts by less than a second.
+
+        A fresh offset on every poll would move each background job's end by the
+        jitter of the two clocks, and a view that changes on every policy run never
+        lets an application start (its request is always on an older view).
+        """
+        fresh = self._epoch() - now
+        if self._offset is None or abs(fresh - self._offset) > STABLE_OFFSET:
+            self._offset = fresh
+        return self._offset
 
     def clusters(self) -> tuple[ClusterInfo, ...]:
         """CINFOs from one observation of each site (nodes in service minus reserve)."""
@@ -137,7 +153,8 @@ class SlurmCapSource:
                 logger.warning("%s: poll failed (%s); its hosts count as taken", cid, exc)
                 out.append(Busy(cid, 1 << 30, math.inf))
                 continue
-            out.extend(busy_from_poll(cid, poll, now, self._epoch(), reserve=site.reserve,
+            epoch_now = now + self.epoch_offset(now)
+            out.extend(busy_from_poll(cid, poll, now, epoch_now, reserve=site.reserve,
                                       partition=site.ctl.partition,
                                       managed=self.managed[cid]))
         return out
