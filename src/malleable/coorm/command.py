@@ -54,6 +54,10 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                    help="keep a done application's hosts this long (default 5 s)")
     p.add_argument("--kill-grace", type=float, default=1.0,
                    help="kill an application this long after its allocation ends (default 1 s)")
+    p.add_argument("--config", default=None, metavar="FILE",
+                   help="real views: serve the Slurm sites of this clusters config (as "
+                        "`malleable testbed config` prints) instead of the paper's model; "
+                        "starts become Slurm jobs")
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -63,13 +67,25 @@ def run_serve(args: argparse.Namespace) -> int:
         config = CoreConfig(args.repolicy_interval, args.fair_start, args.kill_grace)
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    core = CooRMCore(paper_platform(args.clusters, args.hosts), config)
+    core: CooRMCore
+    if args.config is not None:
+        from malleable.config import load_config
+        from malleable.coorm.real import real_core
+        core = real_core(load_config(args.config), config)
+    else:
+        core = CooRMCore(paper_platform(args.clusters, args.hosts), config)
 
     def ready(host: str, port: int) -> None:
         print(json.dumps({"listening": f"{host}:{port}"}), flush=True)
 
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(core, args.host, args.port, ready))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve(core, args.host, args.port, ready))
+    finally:
+        if args.config is not None:
+            from malleable.coorm.real import SlurmCoorm
+            if isinstance(core, SlurmCoorm):
+                core.close()  # cancel the Slurm jobs still held for applications
     return 0
 
 

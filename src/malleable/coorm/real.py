@@ -1,0 +1,244 @@
+"""Real views: a CooRM RMS over Slurm sites (the testbed's, or any configured ones).
+
+* **Clusters**: one per configured Slurm site (its id is the site's name), with
+  as many hosts as the site has nodes in service (minus its reserve), observed
+  once through :class:`~malleable.adapters.slurm.SlurmCluster` at start-up.
+* **CAPs**: :class:`SlurmCapSource` polls each site (``sinfo``/``squeue`` in one
+  call) whenever the policy runs. A running job that CooRM did not start holds
+  its nodes until Slurm's expected end (start + time limit, ``EndTime`` in
+  squeue); nodes that are neither idle nor held by a listed job (down, drained)
+  count as taken until further notice. Jobs CooRM started are in its own books
+  and are left out.
+* **Starts**: when the core answers ``startNotify``, :class:`SlurmCoorm` submits
+  one Slurm job per site of the allocation (:func:`site_sizes` maps the host ids
+  to sites), exclusive, with ``--nodes`` the host count and a time limit of the
+  requested duration (rounded up to Slurm's minutes). The job's script holds the
+  allocation for the requested duration; a ``done`` or a kill cancels it. A
+  submission Slurm refuses turns the start into a ``killNotify``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import secrets
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from malleable.adapters.slurm import Payload, SlurmCluster
+from malleable.adapters.slurm.ctl import Poll
+from malleable.adapters.slurm.parse import SlurmJob
+from malleable.adapters.slurm.sites import ctl_for
+from malleable.config import ClustersConfig
+from malleable.coorm.core import CooRMCore, CoreConfig, Outgoing
+from malleable.coorm.policy import Busy
+from malleable.coorm.protocol import ClusterInfo, KillNotify, StartNotify
+from malleable.coorm.resources import Platform, hierarchical_links
+from malleable.coorm.sources import OVERRUN_GRACE
+from malleable.errors import ExternalError
+from malleable.model import JobKind, JobSpec
+from malleable.realtime import ScaledClock
+
+logger = logging.getLogger(__name__)
+
+#: How far the service clock may drift from the wall clock before CAPs are re-based.
+STABLE_OFFSET = 1.0
+
+_HOLDING = ("RUNNING", "CONFIGURING", "SUSPENDED", "COMPLETING")
+
+
+@dataclass(frozen=True, slots=True)
+class WalltimePayload(Payload):
+    """The adapter's payload with the Slurm time limit set to the job's wall time."""
+
+    def time_limit_minutes(self, spec: JobSpec) -> int:
+        if spec.walltime is None:
+            return Payload.time_limit_minutes(self, spec)
+        return time_limit_minutes(spec.walltime)
+
+
+def time_limit_minutes(seconds: float) -> int:
+    """Slurm's ``--time`` in whole minutes, never below the requested seconds (>= 1)."""
+    return max(1, math.ceil(seconds / 60.0 - 1e-9))
+
+
+def site_sizes(rids: Mapping[str, Sequence[str]], sites: Sequence[str]) -> dict[str, int]:
+    """Nodes to submit per site for a ``startNotify``'s host ids; ValueError if foreign.
+
+    The core names host ``k`` of cluster ``c`` ``c-hKKKK``; the cluster is the site.
+    """
+    out: dict[str, int] = {}
+    for cid, hosts in rids.items():
+        if cid not in sites:
+            raise ValueError(f"host ids of unknown site {cid!r}")
+        strange = [h for h in hosts if not h.startswith(f"{cid}-h")]
+        if strange:
+            raise ValueError(f"host ids {strange} do not belong to site {cid!r}")
+        if hosts:
+            out[cid] = len(hosts)
+    return out
+
+
+def _holds_nodes(job: SlurmJob) -> bool:
+    base = job.state_raw.split()[0] if job.state_raw else ""
+    return base in _HOLDING and job.nodes > 0
+
+
+def busy_from_poll(cid: str, poll: Poll, now: float, epoch_now: float, *,
+                   reserve: int = 0, partition: str | None = None,
+                   managed: frozenset[int] | set[int] = frozenset()) -> list[Busy]:
+    """Background occupancy of one polled site, in service time ``now`` (pure).
+
+    ``epoch_now`` is the wall-clock time matching ``now``; ``managed`` are the
+    Slurm ids of jobs CooRM itself submitted (left out: the core counts them).
+    """
+    nodes = [n for n in poll.nodes if partition is None or partition in n.partitions]
+    out: list[Busy] = []
+    listed = 0
+    for job in poll.jobs:
+        if partition is not None and job.partition and job.partition != partition:
+            continue
+        if not _holds_nodes(job):
+            continue
+        listed += job.nodes
+        if job.job_id in managed:
+            continue
+        end = math.inf if job.end_time is None else now + (job.end_time - epoch_now)
+        out.append(Busy(cid, job.nodes, end if end > now else now + OVERRUN_GRACE))
+    in_service = sum(n.in_service for n in nodes)
+    unexplained = in_service - reserve - sum(n.idle for n in nodes) - listed
+    if unexplained > 0:  # down, drained, or held by jobs squeue does not list
+        out.append(Busy(cid, unexplained, math.inf))
+    return out
+
+
+class SlurmCapSource:
+    """A :class:`~malleable.coorm.sources.CapSource` reading Slurm sites (module docstring)."""
+
+    def __init__(self, sites: Mapping[str, SlurmCluster],
+                 epoch: Callable[[], float] = time.time) -> None:
+        self.sites = dict(sites)
+        self.managed: dict[str, set[int]] = {name: set() for name in self.sites}
+        self._epoch = epoch
+        self._offset: float | None = None
+
+    def epoch_offset(self, now: float) -> float:
+        """Wall-clock minus service time, kept while it drifts by less than a second.
+
+        A fresh offset on every poll would move each background job's end by the
+        jitter of the two clocks, and a view that changes on every policy run never
+        lets an application start (its request is always on an older view).
+        """
+        fresh = self._epoch() - now
+        if self._offset is None or abs(fresh - self._offset) > STABLE_OFFSET:
+            self._offset = fresh
+        return self._offset
+
+    def clusters(self) -> tuple[ClusterInfo, ...]:
+        """CINFOs from one observation of each site (nodes in service minus reserve)."""
+        out = []
+        for cid, site in self.sites.items():
+            view = site.observe()
+            out.append(ClusterInfo(cid=cid, hosts=max(0, view.nodes - view.reserve),
+                                   speed=view.speed))
+        return tuple(out)
+
+    def busy(self, now: float) -> Sequence[Busy]:
+        out: list[Busy] = []
+        for cid, site in self.sites.items():
+            try:
+                poll = site.ctl.poll()
+            except ExternalError as exc:  # an unreachable site: nothing can start there
+                logger.warning("%s: poll failed (%s); its hosts count as taken", cid, exc)
+                out.append(Busy(cid, 1 << 30, math.inf))
+                continue
+            epoch_now = now + self.epoch_offset(now)
+            out.extend(busy_from_poll(cid, poll, now, epoch_now, reserve=site.reserve,
+                                      partition=site.ctl.partition,
+                                      managed=self.managed[cid]))
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """One Slurm job submitted for a CooRM application."""
+
+    app: str
+    site: str
+    job_id: str
+    slurm_id: int
+    nodes: int
+
+
+class SlurmCoorm(CooRMCore):
+    """A CooRM core whose starts are Slurm submissions (see the module docstring)."""
+
+    def __init__(self, source: SlurmCapSource, config: CoreConfig | None = None,
+                 platform: Platform | None = None) -> None:
+        infos = source.clusters()
+        super().__init__(platform or Platform(infos, hierarchical_links(infos)), config, source)
+        self.slurm = source
+        self.submissions: list[Submission] = []
+        self._live: dict[str, list[Submission]] = {}
+
+    def advance(self, now: float) -> list[Outgoing]:
+        out = [self._submit(app_id, msg, now) if isinstance(msg, StartNotify) else (app_id, msg)
+               for app_id, msg in super().advance(now)]
+        self._cancel_ended()
+        return out
+
+    def _submit(self, app_id: str, msg: StartNotify, now: float) -> Outgoing:
+        app = self.apps[app_id]
+        duration = app.deadline - app.start
+        made: list[Submission] = []
+        for site, nodes in site_sizes(msg.rids, list(self.slurm.sites)).items():
+            cluster = self.slurm.sites[site]
+            spec = JobSpec(f"coorm-{app_id}-{site}", JobKind.RIGID, nodes, nodes, nodes,
+                           app="fixed", runtime=duration, walltime=duration)
+            granted = cluster.start(spec, nodes)
+            slurm_id = cluster.slurm_id(spec.id)
+            if granted != nodes or slurm_id is None:
+                self._cancel(made)
+                self._end(app, now, killed=True)
+                return app_id, KillNotify(reason=f"Slurm refused the job on {site}")
+            sub = Submission(app_id, site, spec.id, slurm_id, nodes)
+            self.slurm.managed[site].add(slurm_id)
+            made.append(sub)
+        self.submissions.extend(made)
+        self._live[app_id] = made
+        logger.info("%s starts as Slurm job(s) %s", app_id,
+                    ", ".join(f"{s.site}:{s.slurm_id}" for s in made))
+        return app_id, msg
+
+    def _cancel_ended(self) -> None:
+        for app_id in [a for a in self._live if self.apps[a].state == "ended"]:
+            self._cancel(self._live.pop(app_id))
+
+    def _cancel(self, subs: Sequence[Submission]) -> None:
+        for sub in subs:
+            try:
+                self.slurm.sites[sub.site].cancel(sub.job_id)
+            except ExternalError as exc:
+                logger.warning("%s: cancel of Slurm job %d failed: %s", sub.site,
+                               sub.slurm_id, exc)
+
+    def close(self) -> None:
+        """Cancel every Slurm job still held for an application."""
+        for subs in self._live.values():
+            self._cancel(subs)
+        self._live.clear()
+
+
+def slurm_sites(config: ClustersConfig, run_id: str | None = None) -> dict[str, SlurmCluster]:
+    """One SlurmCluster per configured site, with a run tag of their own (no I/O yet)."""
+    tag = run_id or f"coorm{secrets.token_hex(3)}"
+    clock = ScaledClock(time.time(), 1.0)
+    return {s.name: SlurmCluster(s.name, ctl_for(s), clock, tag, WalltimePayload(),
+                                 reserve=s.reserve, speed=s.speed)
+            for s in config.sites}
+
+
+def real_core(config: ClustersConfig, core_config: CoreConfig | None = None) -> SlurmCoorm:
+    """A CooRM core over the configured Slurm sites (observes each site once)."""
+    return SlurmCoorm(SlurmCapSource(slurm_sites(config)), core_config)

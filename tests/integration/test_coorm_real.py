@@ -1,0 +1,108 @@
+"""CooRM real views on the testbed: a launcher picks among two real Slurm sites.
+
+A local user's job fills every node of ``vu`` (time limit 10 min), so the CAP the
+service sends for ``vu`` is busy for ~10 min while ``uva`` is free now: the
+launcher's selection (the configuration that ends first) must pick ``uva``, and
+its start must become a real Slurm job there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from malleable.config import load_config
+from malleable.coorm.apps import Rigid
+from malleable.coorm.client import LaunchResult, run_launcher
+from malleable.coorm.core import CoreConfig
+from malleable.coorm.launchers import Launcher
+from malleable.coorm.real import SlurmCoorm, real_core
+from malleable.coorm.service import CooRMService
+from malleable.testbed import Testbed
+from tests.integration.helpers import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+SITES = ("vu", "uva")
+
+
+def _busy(tb: Testbed) -> int:
+    argv = ["squeue", "--noheader", "--format=%i", "--states=PENDING,RUNNING,CONFIGURING"]
+    return sum(len(tb.exec(s, argv, check=True).stdout.split()) for s in SITES)
+
+
+@pytest.fixture
+def filled_vu(small_testbed: Testbed) -> Iterator[int]:
+    """Every vu node taken by a local user's 10-minute job; everything cancelled after."""
+    wait_for(lambda: _busy(small_testbed) == 0, 120, "an empty queue before the test")
+    out = small_testbed.exec("vu", ["sbatch", "--parsable", "--nodes=4", "--exclusive",
+                                    "--time=10", "--output=/dev/null", "--wrap", "sleep 600"],
+                             user="malleable", check=True).stdout
+    job = int(out.strip().split(";")[0])
+    try:
+        wait_for(lambda: _state(small_testbed, "vu", job).startswith("RUNNING"), 60,
+                 "the background job running on vu")
+        yield job
+    finally:
+        for site in SITES:
+            small_testbed.exec(site, ["scancel", "--user=malleable"])
+            small_testbed.exec(site, ["scancel", "--user=root"])
+        wait_for(lambda: _busy(small_testbed) == 0, 60, "an empty queue after the test")
+
+
+def _state(tb: Testbed, site: str, job: int) -> str:
+    return tb.exec(site, ["squeue", "--noheader", "-j", str(job), "--format=%T"]).stdout.strip()
+
+
+def _sacct(tb: Testbed, site: str, job: int) -> list[str]:
+    out = tb.exec(site, ["sacct", "-X", "-n", "-P", "-j", str(job),
+                         "--format=JobID,State,NNodes,NodeList,Start"], check=True).stdout
+    return out.strip().split("|") if out.strip() else []
+
+
+async def _run(core: SlurmCoorm, launcher: Launcher) -> LaunchResult:
+    service = CooRMService(core)
+    host, port = await service.start()
+    try:
+        return await asyncio.wait_for(run_launcher(host, port, launcher), 180)
+    finally:
+        await service.close()
+        core.close()
+
+
+@pytest.mark.xfail(reason="known failure (issue 5 item 7, open): in this test the service re-runs "
+                   "its policy every 0.5 s but never starts the application (the launcher "
+                   "times out); the same path started a job on uva in a manual run",
+                   strict=False)
+def test_launcher_picks_the_free_real_site(small_testbed: Testbed, filled_vu: int,
+                                           tmp_path: Path) -> None:
+    config_file = tmp_path / "clusters.toml"
+    config_file.write_text(small_testbed.config_toml())
+    core = real_core(load_config(config_file), CoreConfig(0.5, 1.0, 5.0))
+    assert [c.cid for c in core.platform.clusters] == list(SITES)
+    assert all(c.hosts == 4 for c in core.platform.clusters)
+    background = {b.cid: b for b in core.source.busy(0.0)}
+    assert set(background) == {"vu"} and background["vu"].hosts == 4
+    assert 400 < background["vu"].end <= 600 + 5  # end from the 10-min time limit
+
+    launcher = Launcher("real", Rigid(hosts=2, runtime=20.0, walltime=30.0))
+    result = asyncio.run(_run(core, launcher))
+
+    assert not result.killed and result.exit_code == 0
+    assert set(result.rids) == {"uva"} and len(result.rids["uva"]) == 2
+    assert launcher.caps["vu"][0][1] == 0  # the view showed vu full now
+    assert [(s.site, s.nodes) for s in core.submissions] == [("uva", 2)]
+    slurm_id = core.submissions[0].slurm_id
+
+    def ran() -> bool:
+        row = _sacct(small_testbed, "uva", slurm_id)
+        return len(row) == 5 and row[4] not in ("", "Unknown", "None")
+
+    wait_for(ran, 60, f"uva job {slurm_id} in accounting with a start time")
+    _, state, nnodes, nodelist, _ = _sacct(small_testbed, "uva", slurm_id)
+    assert nnodes == "2" and nodelist.startswith("uva")
+    assert state.split()[0] in ("COMPLETED", "CANCELLED", "RUNNING"), state
+    print(f"\nCooRM real: launcher chose uva; Slurm job {slurm_id}: {state} on {nodelist}")
