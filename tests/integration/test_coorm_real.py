@@ -11,6 +11,9 @@ the id the ``startNotify`` carries), so the application really runs on uva's nod
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import signal
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -137,3 +140,54 @@ def test_launcher_picks_the_free_real_site(small_testbed: Testbed, filled_vu: in
     assert state.split()[0] in ("COMPLETED", "CANCELLED", "RUNNING"), state
     print(f"\nCooRM real: launcher chose uva; Slurm job {slurm_id}: {state} on {nodelist}; "
           f"the application's processes ran on {[r.split()[0] for r in ranks]}")
+
+
+async def _serve_and_launch(config: Path, tb: Testbed) -> tuple[int, list[str], str]:
+    """`coorm serve --config` + `coorm launch` as processes; SIGTERM the service mid-run."""
+    env = dict(os.environ, PYTHONPATH=str(Path(malleable.__file__).parents[1]))
+    server = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "malleable", "coorm", "serve", "--config", str(config),
+        "--repolicy-interval", "0.5", "--fair-start", "1",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
+    launcher = None
+    try:
+        assert server.stdout is not None
+        ready = json.loads(await asyncio.wait_for(server.stdout.readline(), 60.0))
+        launcher = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "malleable", "coorm", "launch", "--connect",
+            ready["listening"], "--hosts", "2", "--runtime", "300", "--walltime", "400",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
+        held: list[str] = []
+        for _ in range(120):  # the application's Slurm job on uva, running
+            held = _jobs(tb, "uva", "RUNNING")
+            if held:
+                break
+            await asyncio.sleep(0.5)
+        server.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(server.wait(), 60.0)
+        out, _ = await asyncio.wait_for(launcher.communicate(), 60.0)
+        return launcher.returncode or 0, held, out.decode()
+    finally:
+        for proc in (server, launcher):
+            if proc is not None and proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+
+
+def _jobs(tb: Testbed, site: str, states: str) -> list[str]:
+    out = tb.exec(site, ["squeue", "--noheader", "--user=malleable", f"--states={states}",
+                         "--format=%i %D"], check=True).stdout
+    return out.split("\n")[:-1]
+
+
+def test_cli_service_over_real_sites_cleans_up_on_sigterm(small_testbed: Testbed,
+                                                          filled_vu: int,
+                                                          tmp_path: Path) -> None:
+    config_file = tmp_path / "clusters.toml"
+    config_file.write_text(small_testbed.config_toml())
+    rc, held, out = asyncio.run(_serve_and_launch(config_file, small_testbed))
+    assert len(held) == 1 and held[0].split()[1] == "2", held  # 2 nodes held on uva
+    # the service cancelled the held job when it stopped; the launcher saw it go
+    wait_for(lambda: not _jobs(small_testbed, "uva", "PENDING,RUNNING,CONFIGURING"), 60,
+             "the application's Slurm job cancelled when the service stopped")
+    assert rc == 3, (rc, out)  # service gone: exit 3 (documented)
