@@ -44,6 +44,7 @@ MESSAGES: list[Message] = [
     ClustersInfo(clusters=(ClusterInfo("c1", 128, speed=1.1),)),
     InterClusterInfo(links=(Link("c1", "c2", 0.01),)),
     StartNotify(rids={"c1": ("c1-h0000", "c1-h0001")}),
+    StartNotify(rids={"vu": ("vu-h0000",)}, jobs={"vu": 17}),  # from a real-sites service
     KillNotify(reason="allocation time exceeded"),
     Error(message="bad"),
 ]
@@ -76,10 +77,17 @@ def test_request_schema_is_stable() -> None:
     (b'{"v": 1, "type": "changeNotify", "changes": [{"cid": "c", "type": "availability"}]}',
      "cap"),
     (b'{"v": 1, "type": "subscribe", "filter": {"min_hosts": true}}', "min_hosts"),
+    (b'{"v": 1, "type": "startNotify", "rids": {}, "jobs": [3]}', "jobs"),
+    (b'{"v": 1, "type": "startNotify", "rids": {}, "jobs": {"vu": -3}}', "job id"),
 ])
 def test_bad_messages_name_the_problem(line: bytes, problem: str) -> None:
     with pytest.raises(ProtocolError, match=problem):
         decode(line)
+
+
+def test_simulated_starts_carry_no_slurm_jobs_on_the_wire() -> None:
+    assert encode(StartNotify(rids={"c1": ("c1-h0000",)})) == (
+        b'{"v":1,"type":"startNotify","rids":{"c1":["c1-h0000"]}}\n')
 
 
 def test_infinite_times_never_go_on_the_wire() -> None:

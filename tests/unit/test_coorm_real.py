@@ -37,7 +37,7 @@ def test_site_sizes_rejects_foreign_hosts(rids: dict[str, tuple[str, ...]]) -> N
 
 def test_running_jobs_end_at_their_time_limit_in_service_time() -> None:
     poll = Poll((_job(7, 3, EPOCH + 500),), _nodes(idle=1, allocated=3))
-    assert busy_from_poll("vu", poll, 20.0, EPOCH) == [Busy("vu", 3, 520.0)]
+    assert busy_from_poll("vu", poll, 20.0, EPOCH - 20.0) == [Busy("vu", 3, 520.0)]
 
 
 def test_managed_and_pending_jobs_are_left_out() -> None:
@@ -48,7 +48,7 @@ def test_managed_and_pending_jobs_are_left_out() -> None:
 
 def test_overrun_jobs_and_unexplained_nodes() -> None:
     poll = Poll((_job(7, 1, EPOCH - 5), _job(9, 1, None)), _nodes(idle=0, allocated=3, down=1))
-    busy = busy_from_poll("vu", poll, 10.0, EPOCH)
+    busy = busy_from_poll("vu", poll, 10.0, EPOCH - 10.0)
     assert busy[0] == Busy("vu", 1, 10.0 + 60.0)  # past its limit: gone within the grace
     assert busy[1] == Busy("vu", 1, math.inf)  # no time limit
     assert busy[2] == Busy("vu", 1, math.inf)  # allocated but by no listed job
@@ -83,3 +83,20 @@ def test_background_ends_do_not_jitter_with_the_clocks() -> None:
     assert source.epoch_offset(10.0) == EPOCH  # 13 ms of jitter: same offset, same CAP
     assert source.epoch_offset(20.0) == EPOCH
     assert source.epoch_offset(30.0) == EPOCH + 2.0  # drifted by 2 s: re-based
+
+
+def test_a_background_end_is_bit_for_bit_the_same_on_every_poll() -> None:
+    """Regression: ends computed as now + (end - wall_now) moved by ~1e-7 s per poll,
+    every view looked new, and the core never started an application on real sites."""
+    from types import SimpleNamespace
+    from typing import Any
+
+    from malleable.coorm.real import SlurmCapSource
+    poll = Poll((_job(7, 4, EPOCH + 595.0521),), _nodes(idle=0, allocated=4))
+    ctl = SimpleNamespace(poll=lambda: poll, partition=None)
+    site: Any = SimpleNamespace(ctl=ctl, reserve=0)
+    nows = [0.001459414, 0.5028621760011447, 1.098022343001503, 7.504909647001114]
+    wall = iter([EPOCH + t + j for t, j in zip(nows, (0.0, 0.0031, 0.0007, 0.0122), strict=True)])
+    source = SlurmCapSource({"vu": site}, epoch=lambda: next(wall))
+    ends = {b.end for now in nows for b in source.busy(now)}
+    assert len(ends) == 1 and ends.pop() == pytest.approx(595.0521, abs=1e-6)

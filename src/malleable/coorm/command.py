@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import signal
 import sys
 from dataclasses import asdict
 from typing import Any
@@ -78,6 +79,7 @@ def run_serve(args: argparse.Namespace) -> int:
     def ready(host: str, port: int) -> None:
         print(json.dumps({"listening": f"{host}:{port}"}), flush=True)
 
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # stop as on Ctrl-C: clean up below
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(serve(core, args.host, args.port, ready))
@@ -86,7 +88,12 @@ def run_serve(args: argparse.Namespace) -> int:
             from malleable.coorm.real import SlurmCoorm
             if isinstance(core, SlurmCoorm):
                 core.close()  # cancel the Slurm jobs still held for applications
+        signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def add_launch_arguments(p: argparse.ArgumentParser) -> None:

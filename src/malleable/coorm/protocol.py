@@ -164,10 +164,16 @@ class InterClusterInfo(Message):
 
 @dataclass(frozen=True, slots=True)
 class StartNotify(Message):
-    """The hosts (RIDs) the application may use now, per cluster."""
+    """The hosts (RIDs) the application may use now, per cluster.
+
+    ``jobs`` is set only by a service over real sites (``coorm/real.py``): the id of
+    the Slurm job holding the application's nodes, per cluster (= site). It is left
+    out of the encoding when empty, so simulated traffic is unchanged.
+    """
 
     TYPE: ClassVar[str] = "startNotify"
     rids: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    jobs: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +211,8 @@ def to_dict(msg: Message) -> dict[str, Any]:
                           "bandwidth": lk.bandwidth} for lk in msg.links]
     elif isinstance(msg, StartNotify):
         body["rids"] = {c: list(r) for c, r in sorted(msg.rids.items())}
+        if msg.jobs:
+            body["jobs"] = dict(sorted(msg.jobs.items()))
     elif isinstance(msg, KillNotify):
         body["reason"] = msg.reason
     elif isinstance(msg, Error):
@@ -351,6 +359,12 @@ def _parse_rids(d: Any) -> dict[str, tuple[str, ...]]:
     return {_str(c, "rids key"): tuple(_str(r, "rid") for r in rs) for c, rs in d.items()}
 
 
+def _parse_jobs(d: Any) -> dict[str, int]:
+    if not isinstance(d, dict):
+        raise ValueError("jobs must be an object mapping cluster id to a Slurm job id")
+    return {_str(c, "jobs key"): _int(j, "job id") for c, j in d.items()}
+
+
 _PARSERS: dict[str, Callable[[Mapping[str, Any]], Message]] = {
     "subscribe": lambda b: Subscribe(filter=_parse_filter(b.get("filter", {})),
                                      name=_str(b.get("name", ""), "name")),
@@ -363,7 +377,8 @@ _PARSERS: dict[str, Callable[[Mapping[str, Any]], Message]] = {
     "clustersInfo": lambda b: ClustersInfo(clusters=tuple(_parse_info(c) for c in b["clusters"])),
     "interClusterInfo": lambda b: InterClusterInfo(links=tuple(_parse_link(x)
                                                                for x in b["links"])),
-    "startNotify": lambda b: StartNotify(rids=_parse_rids(b["rids"])),
+    "startNotify": lambda b: StartNotify(rids=_parse_rids(b["rids"]),
+                                         jobs=_parse_jobs(b.get("jobs", {}))),
     "killNotify": lambda b: KillNotify(reason=_str(b.get("reason", ""), "reason")),
     "error": lambda b: Error(message=_str(b.get("message", ""), "message")),
 }
@@ -372,7 +387,7 @@ _PARSERS: dict[str, Callable[[Mapping[str, Any]], Message]] = {
 # ------------------------------------------------------------------------- sizes
 
 #: Fields whose JSON object is a map (keys travel on the wire in a CDR encoding too).
-_MAP_FIELDS = frozenset({"hosts", "rids"})
+_MAP_FIELDS = frozenset({"hosts", "rids", "jobs"})
 _CDR_HEADER = 12  # GIOP message header
 
 

@@ -24,7 +24,7 @@ import math
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from malleable.adapters.slurm import Payload, SlurmCluster
 from malleable.adapters.slurm.ctl import Poll
@@ -85,13 +85,17 @@ def _holds_nodes(job: SlurmJob) -> bool:
     return base in _HOLDING and job.nodes > 0
 
 
-def busy_from_poll(cid: str, poll: Poll, now: float, epoch_now: float, *,
+def busy_from_poll(cid: str, poll: Poll, now: float, offset: float, *,
                    reserve: int = 0, partition: str | None = None,
                    managed: frozenset[int] | set[int] = frozenset()) -> list[Busy]:
     """Background occupancy of one polled site, in service time ``now`` (pure).
 
-    ``epoch_now`` is the wall-clock time matching ``now``; ``managed`` are the
-    Slurm ids of jobs CooRM itself submitted (left out: the core counts them).
+    ``offset`` is wall-clock time minus service time (an end in service time is
+    ``end_time - offset``: computed from the offset alone, never as
+    ``now + (end_time - wall_now)``, whose rounding moves the end by ~1e-7 s on each
+    poll, which made every view "new" and kept every application from starting);
+    ``managed`` are the Slurm ids of jobs CooRM itself submitted (left out: the
+    core counts them).
     """
     nodes = [n for n in poll.nodes if partition is None or partition in n.partitions]
     out: list[Busy] = []
@@ -104,7 +108,7 @@ def busy_from_poll(cid: str, poll: Poll, now: float, epoch_now: float, *,
         listed += job.nodes
         if job.job_id in managed:
             continue
-        end = math.inf if job.end_time is None else now + (job.end_time - epoch_now)
+        end = math.inf if job.end_time is None else job.end_time - offset
         out.append(Busy(cid, job.nodes, end if end > now else now + OVERRUN_GRACE))
     in_service = sum(n.in_service for n in nodes)
     unexplained = in_service - reserve - sum(n.idle for n in nodes) - listed
@@ -153,8 +157,8 @@ class SlurmCapSource:
                 logger.warning("%s: poll failed (%s); its hosts count as taken", cid, exc)
                 out.append(Busy(cid, 1 << 30, math.inf))
                 continue
-            epoch_now = now + self.epoch_offset(now)
-            out.extend(busy_from_poll(cid, poll, now, epoch_now, reserve=site.reserve,
+            out.extend(busy_from_poll(cid, poll, now, self.epoch_offset(now),
+                                      reserve=site.reserve,
                                       partition=site.ctl.partition,
                                       managed=self.managed[cid]))
         return out
@@ -209,7 +213,7 @@ class SlurmCoorm(CooRMCore):
         self._live[app_id] = made
         logger.info("%s starts as Slurm job(s) %s", app_id,
                     ", ".join(f"{s.site}:{s.slurm_id}" for s in made))
-        return app_id, msg
+        return app_id, replace(msg, jobs={sub.site: sub.slurm_id for sub in made})
 
     def _cancel_ended(self) -> None:
         for app_id in [a for a in self._live if self.apps[a].state == "ended"]:
