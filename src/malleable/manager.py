@@ -9,6 +9,12 @@ differ. A cycle:
 3. runs the policy, answering each action it yields through the adapters;
 4. applies the queue bookkeeping (placed jobs leave the queue, failed tries count)
    once the policy is done, so the view never changes under the policy.
+
+Whatever the policy, the applications' own grow requests are then granted from the
+nodes it left free (:mod:`malleable.policies.requests`, voluntary as in KOALA), on
+every cluster set where requests can come from: some adapter reports the
+applications' feedback (:attr:`Capability.FEEDBACK`, the MPI runner's sites). The
+simulated clusters report none, so simulations run the policy alone, at full speed.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from malleable.adapters.base import JobEvent, ResourceManager
+from malleable.adapters.base import Capability, JobEvent, ResourceManager
 from malleable.errors import MalleableError
 from malleable.metrics.records import JobRecord
 from malleable.model import (
@@ -35,6 +41,7 @@ from malleable.model import (
     WaitingJob,
 )
 from malleable.policies.base import Policy
+from malleable.policies.requests import honour_requests
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +108,8 @@ class Manager:
 
     def __post_init__(self) -> None:
         self._queue_view = _QueueView(self._queue)
+        if any(Capability.FEEDBACK in rm.capabilities for rm in self.clusters.values()):
+            self.policy = honour_requests(self.policy)  # applications' own grow requests
 
     # -------------------------------------------------------------- submissions
 

@@ -3,11 +3,15 @@ result as a fixed-size run and as a serial numpy reference."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from tests.mpi.helpers import EXAMPLES, needs_mpi, result, run, sizes, starts
+from malleable.mpi.channel import offer_to_json, read_json, write_json
+from malleable.mpi.sources import Offer
+from tests.mpi.helpers import EXAMPLES, finish, needs_mpi, result, run, sizes, start, starts, stop
 
 pytestmark = needs_mpi
 
@@ -90,3 +94,39 @@ def test_fft_offered_5_takes_4_and_matches_numpy(tmp_path: Path) -> None:
     damp = np.exp(-1e-4 * (k[:, None] ** 2 + k[None, :] ** 2)) ** iterations
     expected = np.fft.ifft2(np.fft.fft2(u0) * damp).real
     np.testing.assert_allclose(np.load(tmp_path / "u.npy"), expected, atol=1e-12)
+
+
+def test_jacobi_asks_for_more_processes_once_and_keeps_the_fixed_size_result(
+        tmp_path: Path) -> None:
+    """The program's own request (--request), granted by a runner through an ordinary offer."""
+    channel = tmp_path / "ch"
+    channel.mkdir()
+    common = ["--size", "64", "--iterations", "40", "--max", "4"]
+    proc = start(2, EXAMPLES / "jacobi.py", *common, "--channel", str(channel),
+                 "--request", "5:3", "--delay", "0.05", "--save", "m.npy",
+                 "--result", "m.json", cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 150
+        asked = wait_file(channel / "request-1.json", deadline)
+        assert (asked["target"], asked["iteration"]) == (3, 5)
+        write_json(channel / "offer.json", offer_to_json(Offer(asked["target"], seq=1)))
+        assert wait_file(channel / "done-1.json", deadline)["size"] == 3
+        out = finish(proc)
+    finally:
+        stop(proc)
+    res = result(tmp_path / "m.json")
+    assert sizes(res) == [2, 3], out
+    assert starts(res)[1] > 5  # granted after the request
+    assert not (channel / "request-2.json").exists()  # the new process set did not ask again
+    run(2, EXAMPLES / "jacobi.py", *common, "--save", "f.npy", cwd=tmp_path)
+    np.testing.assert_allclose(np.load(tmp_path / "m.npy"), np.load(tmp_path / "f.npy"),
+                               rtol=1e-12, atol=0)
+
+
+def wait_file(path: Path, deadline: float) -> dict[str, Any]:
+    while time.monotonic() < deadline:
+        data = read_json(path)
+        if data is not None:
+            return data
+        time.sleep(0.05)
+    raise AssertionError(f"{path.name} did not appear in time")

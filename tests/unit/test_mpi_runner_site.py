@@ -116,6 +116,49 @@ def test_program_requests_shrink_now_or_show_up_as_feedback() -> None:
     assert site.jobs["a"].size == 1 and fake.alloc == ["n1"]  # a voluntary shrink, done
 
 
+def test_a_grow_request_is_capped_at_the_maximum_and_ends_with_its_job() -> None:
+    site, fake, _ = make_site()
+    site.jobs["a"].wait_started(1)
+    ch = "/tmp/malleable-run/7/ch"
+    fake.files[("c0", f"{ch}/request-1.json")] = json.dumps({"n": 1, "target": 40})
+    assert site.observe().running["a"].feedback["requested"] == 6.0  # MPI_SPEC max is 6
+    fake.files[("c0", f"{ch}/request-2.json")] = json.dumps({"n": 2, "target": 3})
+    assert site.observe().running["a"].feedback["requested"] == 3.0  # the latest one counts
+    fake.files[("c0", f"{ch}/exit")] = "0\n"  # mpirun ended: the request goes with it
+    assert "requested" not in site.observe().running["a"].feedback
+    assert site.requested == {}
+
+
+def test_observing_notices_a_started_job_and_its_request_without_waiting() -> None:
+    site, fake, _ = make_site()
+    fake.state = "PENDING"
+    fake.files[("c0", "/tmp/malleable-run/7/ch/request-1.json")] = json.dumps({"n": 1,
+                                                                               "target": 4})
+    assert "requested" not in site.observe().running["a"].feedback  # not started yet
+    assert site.jobs["a"].nodes == []
+    fake.state = "RUNNING"
+    assert site.observe().running["a"].feedback["requested"] == 4.0
+    assert [n for n, _ in site.jobs["a"].nodes] == ["n1", "n2"]
+
+
+def test_a_job_that_failed_before_starting_is_skipped_quietly() -> None:
+    site, fake, _ = make_site()
+    fake.state = "FAILED"
+    assert "requested" not in site.observe().running["a"].feedback
+    assert site.requested == {}
+
+
+def test_cancelling_a_job_drops_its_grow_request() -> None:
+    site, fake, _ = make_site()
+    site.jobs["a"].wait_started(1)
+    fake.files[("c0", "/tmp/malleable-run/7/ch/request-1.json")] = json.dumps({"n": 1,
+                                                                               "target": 4})
+    site.observe()
+    assert site.requested == {"a": 4}
+    site.cancel("a")
+    assert site.requested == {}
+
+
 def test_cancel_of_an_mpi_job_goes_through_the_runner() -> None:
     site, fake, _ = make_site()
     site.jobs["a"].wait_started(1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -110,3 +111,13 @@ def test_demo_options_build_the_named_source(tmp_path: Path) -> None:
     args = parser.parse_args(["--min", "2", "--max", "8", "--every", "3", "--period", "0.5"])
     assert demo.params(args, SizeRule.POW2) == Params(2, 8, None, SizeRule.POW2)
     assert demo.inhibitors(args).every == 3
+
+
+def test_demo_request_option_names_iterations_and_sizes() -> None:
+    parser = demo.parser("x", iterations=30, size=8)
+    assert parser.parse_args([]).request == {}
+    assert parser.parse_args(["--request", "20:4, 60:2"]).request == {20: 4, 60: 2}
+    assert demo.parse_requests("0:3") == {0: 3}
+    for bad in ("20", "a:4", "20:0", "-1:2"):
+        with pytest.raises(argparse.ArgumentTypeError, match="bad request"):
+            demo.parse_requests(bad)

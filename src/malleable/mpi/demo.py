@@ -3,7 +3,8 @@
 Every example takes the same options: where resize decisions come from
 (``--schedule 2,4,2``, ``--channel DIR`` from the runner, ``--dmr FILE`` for
 DMRlib's rule over a resources file, or nothing for a fixed-size run), the
-malleability parameters and inhibitors, and ``--result FILE`` to write the phases
+malleability parameters and inhibitors, requests the program makes itself (``--request 20:4``: at
+iteration 20, ask for 4 processes), and ``--result FILE`` to write the phases
 and the checksum as JSON. The last process set prints one line per phase and the
 checksum.
 """
@@ -49,7 +50,28 @@ def parser(description: str, *, iterations: int, size: int) -> argparse.Argument
     p.add_argument("--save", type=Path, help="write the final distributed array here (.npy)")
     p.add_argument("--delay", type=float, default=0.0, metavar="S",
                    help="sleep S seconds per iteration (to watch a demo)")
+    p.add_argument("--request", type=parse_requests, default={}, metavar="I:N[,I:N]",
+                   help="at iteration I, ask the runner for N processes in total "
+                        "(application-initiated; with --channel)")
     return p
+
+
+def parse_requests(text: str) -> dict[int, int]:
+    """``"20:4,60:2"`` -> {20: 4, 60: 2}; argparse's error naming the bad pair."""
+    requests: dict[int, int] = {}
+    for pair in (part.strip() for part in text.split(",") if part.strip()):
+        iteration, sep, size = pair.partition(":")
+        try:
+            if not sep:
+                raise ValueError
+            requests[int(iteration)] = int(size)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"bad request {pair!r}: write ITERATION:SIZE, like 20:4") from None
+        if requests[int(iteration)] < 1 or int(iteration) < 0:
+            raise argparse.ArgumentTypeError(
+                f"bad request {pair!r}: needs an iteration >= 0 and a size >= 1")
+    return requests
 
 
 def slowed(step: Callable[[Any, Any, int], None], delay: float) -> Callable[[Any, Any, int], None]:

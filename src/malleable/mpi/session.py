@@ -258,11 +258,14 @@ class Malleable:
     # ---------------------------------------------------------------- driving a loop
 
     def run(self, init: Callable[[Any], Data], step: Callable[[Any, Data, int], None],
-            iterations: int) -> Data | None:
+            iterations: int, requests: Mapping[int, int] | None = None) -> Data | None:
         """Run ``step(comm, data, i)`` for i in [start, iterations) with a point before each.
 
-        ``init(comm)`` builds the data on the first process set. Returns the final data
-        on the last process set, None on processes that left.
+        ``init(comm)`` builds the data on the first process set. ``requests`` maps an
+        iteration to a total size the application asks for there, after the point and
+        before the step (application-initiated, see :meth:`request`); each is asked
+        once, by whichever process set runs that iteration. Returns the final data on
+        the last process set, None on processes that left.
         """
         resumed = self.resume()
         iteration, data = resumed if resumed is not None else (0, init(self.comm))
@@ -271,13 +274,22 @@ class Malleable:
             if kept is None:
                 return None
             data = kept
+            if requests and iteration in requests:
+                self.request(requests[iteration], iteration)
             step(self.comm, data, iteration)
             iteration += 1
         self.finish(iteration)
         return data
 
     def request(self, target: int, iteration: int) -> int:
-        """Ask for ``target`` processes (application-initiated); only rank 0 asks."""
+        """Ask for ``target`` processes in total (application-initiated); only rank 0 asks.
+
+        The request is voluntary: the runner passes it to the manager, which may grant
+        it later from free nodes through an ordinary offer at a reconfiguration point
+        (a request below the current size is a voluntary shrink, carried out at once).
+        Returns the request's number (0 on other ranks, or when the source takes no
+        requests).
+        """
         return self.source.request(target, iteration) if self.rank == 0 else 0
 
     def finish(self, iteration: int, **extra: Any) -> list[dict[str, Any]]:

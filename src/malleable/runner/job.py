@@ -109,20 +109,31 @@ class MpiJob:
         """Wait until the job runs and its batch script has listed the nodes."""
         deadline = self.clock() + timeout
         while self.clock() < deadline:
-            fields = self.job_fields()
-            state = fields.get("JobState", "")
-            if state in ("RUNNING", "RESIZING") and fields.get("BatchHost"):
-                self.batch = fields["BatchHost"]
-                listed = self.shell.read(self.batch, f"{self.run_dir}/nodes")
-                if listed:
-                    self.nodes = [_pair(line) for line in listed.splitlines() if line.strip()]
-                    self.seen.update(n for n, _ in self.nodes)
-                    return
-            elif state and state not in ("PENDING", "CONFIGURING"):
-                raise ExternalError(f"job {self.slurm_id} is {state} before it started: "
-                                    f"{fields.get('Reason', '')}")
+            if self.poll_started():
+                return
             self.sleep(self.poll)
         raise ExternalError(f"job {self.slurm_id} did not start within {timeout:.0f} s")
+
+    def poll_started(self) -> bool:
+        """One look: whether the job runs and its batch script has listed the nodes.
+
+        ExternalError when the job ended before it started.
+        """
+        if self.nodes:
+            return True
+        fields = self.job_fields()
+        state = fields.get("JobState", "")
+        if state in ("RUNNING", "RESIZING") and fields.get("BatchHost"):
+            self.batch = fields["BatchHost"]
+            listed = self.shell.read(self.batch, f"{self.run_dir}/nodes")
+            if listed:
+                self.nodes = [_pair(line) for line in listed.splitlines() if line.strip()]
+                self.seen.update(n for n, _ in self.nodes)
+                return True
+        elif state and state not in ("PENDING", "CONFIGURING"):
+            raise ExternalError(f"job {self.slurm_id} is {state} before it started: "
+                                f"{fields.get('Reason', '')}")
+        return False
 
     def job_fields(self) -> dict[str, str]:
         """``scontrol -o show job`` as a dict ({} once Slurm forgot the job)."""

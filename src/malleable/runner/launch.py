@@ -9,14 +9,19 @@ job, writes ``nodes`` (node name and host name per line, batch host first) and a
   silently run on the first node;
 * ``--mca ras ^slurm`` with ``--hostfile`` and ``--mca rmaps seq``: mpirun places
   rank i on line i, on the hosts the runner tells it (not Slurm's view);
+* ``--bind-to none``: emulated nodes share a container's cores, so binding means
+  nothing here, and Open MPI 4.1.4 (Debian 12) with ``--oversubscribe`` and the
+  ``seq`` mapper binds and then crashes in its own teardown, every time
+  (``opal_hwloc_base_free_topology`` in ``opal_finalize``: exit 139 even after a
+  fixed-size run), sometimes before the program wrote its result;
 * ``--mca btl tcp,self`` and the TCP interface: the old and the new process sets
   are separate MPI jobs that talk over TCP; shared memory between daemons of
   emulated nodes in one container crashes, so it is left out by default.
 
 When mpirun ends, its exit code goes to ``ch/mpirun_rc`` and the job's outcome to
 ``ch/exit``: mpirun's code, except that a program which wrote its result counts as
-a success (Open MPI 4.1.4's mpirun can crash in its teardown, in hwloc, after
-daemons were added to it at run time; the program is done by then).
+a success, with a line on the job's stderr (a safety net for a crash of mpirun's
+own teardown once the program is done; with ``--bind-to none`` none was seen).
 """
 
 from __future__ import annotations
@@ -49,8 +54,8 @@ class Launch:
         return f"{self.workdir}/{job_id}"
 
     def mpirun_options(self) -> list[str]:
-        options = ["--oversubscribe", "--mca", "plm", "rsh", "--mca", "ras", "^slurm",
-                   "--mca", "rmaps", "seq", "--mca", "btl", self.btl]
+        options = ["--oversubscribe", "--bind-to", "none", "--mca", "plm", "rsh",
+                   "--mca", "ras", "^slurm", "--mca", "rmaps", "seq", "--mca", "btl", self.btl]
         if self.interface:
             options += ["--mca", "btl_tcp_if_include", self.interface,
                         "--mca", "oob_tcp_if_include", self.interface]

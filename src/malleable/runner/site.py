@@ -12,7 +12,10 @@ submission, cancellation) and hands the jobs whose application is an MPI program
 * the program's own requests (``request-N.json``) are relayed as voluntary
   resizes: a request to shrink is carried out at once (the program gives nodes
   back, as in KOALA), a request to grow is kept and shown to policies as the
-  job's ``feedback["requested"]`` until a grow reaches it.
+  job's ``feedback["requested"]`` (capped at the job's maximum) until a grow
+  reaches it, a later request replaces it, or the job ends or is cancelled. The
+  manager grants it as a voluntary grow from free nodes
+  (:mod:`malleable.policies.requests`), whatever its policy.
 
 Other jobs (rigid sleepers...) go to the wrapped cluster unchanged.
 """
@@ -27,7 +30,9 @@ from types import MappingProxyType
 from malleable.adapters.base import Capability, JobEvent
 from malleable.adapters.slurm.cluster import SlurmCluster
 from malleable.adapters.slurm.payload import Payload
+from malleable.errors import ExternalError
 from malleable.model import ClusterView, JobSpec
+from malleable.policies.requests import REQUESTED
 from malleable.runner.job import MpiJob
 from malleable.runner.launch import Launch, batch_script
 from malleable.runner.nodes import NodeShell
@@ -80,11 +85,16 @@ class MpiSite:
         if not self.requested:
             return view
         running = dict(view.running)
-        for job_id, target in self.requested.items():
+        for job_id, asked in list(self.requested.items()):
             job = running.get(job_id)
-            if job is not None:
-                running[job_id] = replace(job, feedback=MappingProxyType(
-                    {**job.feedback, "requested": float(target)}))
+            if job is None:
+                continue
+            target = min(asked, job.spec.max_size)  # no more than the job may hold
+            if target <= job.size:
+                del self.requested[job_id]
+                continue
+            running[job_id] = replace(job, feedback=MappingProxyType(
+                {**job.feedback, REQUESTED: float(target)}))
         return replace(view, running=MappingProxyType(running))
 
     def drain_events(self) -> Sequence[JobEvent]:
@@ -135,6 +145,7 @@ class MpiSite:
         return max(0, -change.delta)
 
     def cancel(self, job_id: str) -> None:
+        self.requested.pop(job_id, None)
         job = self.jobs.pop(job_id, None)
         if job is None:
             self.cluster.cancel(job_id)
@@ -143,15 +154,28 @@ class MpiSite:
         if left:
             logger.error("%s: processes left by %s: %s", self.name, job_id, left)
 
+    def _started(self, job_id: str, job: MpiJob) -> bool:
+        """Whether the job's processes run (one look, no waiting)."""
+        try:
+            return job.poll_started()
+        except ExternalError as exc:
+            logger.debug("%s: MPI job %s did not start: %s", self.name, job_id, exc)
+            return False
+
     def _relay_requests(self) -> None:
         """The programs' own requests: shrink now, or keep a grow request for the policy."""
         for job_id, job in list(self.jobs.items()):
-            if not job.nodes or job.ended():
+            if not self._started(job_id, job):
+                continue
+            if job.ended():
+                self.requested.pop(job_id, None)  # a request ends with its job
                 continue
             for request in job.requests():
                 target = int(request.get("target", job.size))
+                self.requested.pop(job_id, None)  # the latest request replaces the others
                 if target < job.size:
                     logger.info("%s: %s asks to shrink to %d", self.name, job_id, target)
                     job.shrink(job.size - target)
                 elif target > job.size:
+                    logger.info("%s: %s asks to grow to %d", self.name, job_id, target)
                     self.requested[job_id] = target
