@@ -250,7 +250,7 @@ def test_a_job_that_fails_before_starting_is_reported() -> None:
     job = MpiJob(FakeCtl(site), NodeShell(site), Launch("a.py", ""),  # type: ignore[arg-type]
                  resizer=FakeResizer(site), sleep=lambda s: None)  # type: ignore[arg-type]
     job.submit(2)
-    with pytest.raises(ExternalError, match="FAILED before it started"):
+    with pytest.raises(ExternalError, match=r"FAILED before the runner saw it start.*rc none"):
         job.wait_started(1)
 
 

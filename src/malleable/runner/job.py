@@ -131,9 +131,23 @@ class MpiJob:
                 self.seen.update(n for n, _ in self.nodes)
                 return True
         elif state and state not in ("PENDING", "CONFIGURING"):
-            raise ExternalError(f"job {self.slurm_id} is {state} before it started: "
-                                f"{fields.get('Reason', '')}")
+            raise ExternalError(f"job {self.slurm_id} is {state} before the runner saw it "
+                                f"start (reason: {fields.get('Reason', '')}); "
+                                f"{self._postmortem(fields)}")
         return False
+
+    def _postmortem(self, fields: dict[str, str]) -> str:
+        """What the job left behind: mpirun's exit code and its output's last lines."""
+        host = fields.get("BatchHost") or self.batch
+        if not host:
+            return "no batch host known"
+        rc = self.shell.read(host, f"{self.run_dir}/ch/mpirun_rc")
+        stdout = fields.get("StdOut")
+        text = self.shell.read(host, stdout) if stdout else None
+        out = " | ".join((text or "").strip().splitlines()[-15:])
+        listed = self.shell.read(host, f"{self.run_dir}/nodes")
+        return (f"mpirun rc {rc.strip() if rc else 'none'}, nodes file "
+                f"{'present' if listed else 'absent'}, output: {out or '(empty)'}")
 
     def job_fields(self) -> dict[str, str]:
         """``scontrol -o show job`` as a dict ({} once Slurm forgot the job)."""
