@@ -157,7 +157,9 @@ def test_fft_offered_5_takes_4_and_the_fifth_node_returns(
 
 def test_cancel_in_the_middle_of_a_reconfiguration_leaves_nothing(
         testbed: Testbed, site: SiteConfig, jobs: list[MpiJob]) -> None:
-    job = new_job(site, "jacobi", ("--iterations", "400", "--size", "96", "--delay", "0.2",
+    # long enough (>= 400 s of work) to still be running whenever the test gets to cancel it,
+    # even on a slow machine; the cancel comes after a few iterations anyway
+    job = new_job(site, "jacobi", ("--iterations", "2000", "--size", "96", "--delay", "0.2",
                                    "--max", "6"), jobs)
     job.submit(2)
     job.wait_started(120)
