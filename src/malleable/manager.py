@@ -40,7 +40,7 @@ from malleable.model import (
     View,
     WaitingJob,
 )
-from malleable.policies.base import Policy
+from malleable.policies.base import Policy, negotiate, next_action
 from malleable.policies.requests import honour_requests
 
 logger = logging.getLogger(__name__)
@@ -164,15 +164,9 @@ class Manager:
         placed: list[str] = []
         deferred: list[str] = []
         applied = 0
-        decision = self.policy.decide(view, now)
+        steps = negotiate(self.policy.decide(view, now))
         answer: int | None = None
-        iterator = iter(decision)
-        send = getattr(decision, "send", None)  # generators take the answers back
-        while True:
-            try:
-                action = send(answer) if send is not None else next(iterator)
-            except StopIteration:
-                break
+        while (action := next_action(steps, answer)) is not None:
             answer = self._apply(action, now, placed, deferred)
             applied += 1
         self._settle_queue(placed, deferred, now)

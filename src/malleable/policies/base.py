@@ -18,7 +18,7 @@ A policy that needs no answers may return a plain list.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Iterator
 from typing import Protocol, runtime_checkable
 
 from malleable.model import Action, View
@@ -39,3 +39,24 @@ class Policy(Protocol):
     def decide(self, view: View, now: float) -> Decision:
         """The actions to take now, given the view (see the module docstring)."""
         ...
+
+
+Steps = Generator[Action, int | None, None]
+"""A decision being negotiated: ``send`` the answer to each action to get the next."""
+
+
+def negotiate(decision: Decision) -> Steps:
+    """Any decision as a generator that takes answers (a plain iterable ignores them)."""
+    return decision if isinstance(decision, Generator) else _ignoring(iter(decision))
+
+
+def _ignoring(actions: Iterator[Action]) -> Steps:
+    yield from actions
+
+
+def next_action(steps: Steps, answer: int | None) -> Action | None:
+    """Send ``answer`` (None first) and get the next action, or None when the decision is done."""
+    try:
+        return steps.send(answer)
+    except StopIteration:
+        return None

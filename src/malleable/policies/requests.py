@@ -55,7 +55,7 @@ from malleable.model import (
     Shrink,
     View,
 )
-from malleable.policies.base import Decision, Policy
+from malleable.policies.base import Decision, Policy, negotiate, next_action
 
 Answers = Generator[Action, int | None, None]
 
@@ -148,14 +148,9 @@ def _grant(view: View, decision: Decision, askers: list[RunningJob]) -> Answers:
 
 def _relay(decision: Iterable[Action], ledger: _Ledger) -> Answers:
     """Yield the inner decision's actions, sending each answer back (the manager protocol)."""
-    iterator = iter(decision)
-    send = getattr(decision, "send", None)
+    steps = negotiate(decision)
     answer: int | None = None
-    while True:
-        try:
-            action = send(answer) if send is not None else next(iterator)
-        except StopIteration:
-            return
+    while (action := next_action(steps, answer)) is not None:
         answer = yield action
         ledger.note(action, answer)
 
