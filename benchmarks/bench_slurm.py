@@ -31,11 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from malleable.adapters.slurm import Outcome, Payload, SlurmCluster
 from malleable.adapters.slurm.sites import ctl_for
+from malleable.clock import ScaledClock
 from malleable.config import load_config
 from malleable.manager import Manager
 from malleable.model import JobKind, JobSpec
 from malleable.policies.koala import KoalaPolicy
-from malleable.realtime import ScaledClock, prefetch
+from malleable.realtime import prefetch
 from malleable.testbed import DAS3, SMALL, Testbed, Topology
 
 

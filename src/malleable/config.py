@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from malleable.adapters.runner import SSHTarget
 from malleable.errors import InputError
 
 _SSH_KEYS = ("host", "port", "user", "key", "known_hosts", "connect_timeout")
@@ -44,6 +43,22 @@ _SITE_KEYS = ("kind", *_SSH_KEYS, "nodes", "partition", "reserve", "speed", "com
               *_INFO_KEYS)
 _TOP_KEYS = ("clusters", "ssh")
 _KINDS = ("slurm",)
+
+
+@dataclass(frozen=True, slots=True)
+class SSHTarget:
+    """Where and as whom to connect; paths to the private key and the known_hosts file."""
+
+    host: str
+    port: int
+    user: str
+    key: Path
+    known_hosts: Path
+    connect_timeout: float = 10.0
+
+    @property
+    def label(self) -> str:
+        return f"{self.user}@{self.host}:{self.port}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from malleable.adapters.base import Capability, JobEvent, ResourceManager
 from malleable.errors import MalleableError
 from malleable.metrics.records import JobRecord
 from malleable.model import (
@@ -34,6 +33,7 @@ from malleable.model import (
     Grow,
     JobSpec,
     JobState,
+    Operation,
     Place,
     Reject,
     Shrink,
@@ -42,19 +42,9 @@ from malleable.model import (
 )
 from malleable.policies.base import Policy, negotiate, next_action
 from malleable.policies.requests import honour_requests
+from malleable.resources import Capability, JobEvent, ResourceManager
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Operation:
-    """One malleability operation the manager performed (for the activity plot)."""
-
-    time: float
-    kind: str  # "place", "grow", "shrink", "cancel", "reject"
-    job_id: str
-    cluster: str
-    amount: int
 
 
 class Journal(Protocol):

@@ -340,3 +340,14 @@ DAS3: tuple[Cluster, ...] = (
     Cluster("multimedian", 46),
     Cluster("leiden", 32),
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One malleability operation the manager performed (journal, records, activity plot)."""
+
+    time: float
+    kind: str  # "place", "grow", "shrink", "cancel", "reject"
+    job_id: str
+    cluster: str
+    amount: int

@@ -27,42 +27,13 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Protocol, runtime_checkable
 
-from malleable.adapters.base import ResourceManager
+from malleable.clock import ScaledClock
 from malleable.errors import ExternalError, MalleableError
 from malleable.manager import Manager
 from malleable.model import JobSpec
+from malleable.resources import ResourceManager
 
 logger = logging.getLogger(__name__)
-
-
-class Clock(Protocol):
-    """The manager's clock, and how Slurm's epoch times map onto it."""
-
-    def now(self) -> float: ...
-
-    def from_epoch(self, epoch: float) -> float: ...
-
-
-@dataclass(frozen=True, slots=True)
-class ScaledClock:
-    """Model seconds since ``epoch0`` (wall clock), at ``scale`` real seconds per model second."""
-
-    epoch0: float
-    scale: float = 1.0
-    wall: Callable[[], float] = time.time
-
-    def __post_init__(self) -> None:
-        if not self.scale > 0:
-            raise ValueError(f"time scale must be positive, not {self.scale!r}")
-
-    def now(self) -> float:
-        return self.from_epoch(self.wall())
-
-    def from_epoch(self, epoch: float) -> float:
-        return (epoch - self.epoch0) / self.scale
-
-    def to_epoch(self, model: float) -> float:
-        return self.epoch0 + model * self.scale
 
 
 @runtime_checkable

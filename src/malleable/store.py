@@ -23,12 +23,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from malleable.adapters.base import JobEvent, ResourceManager
 from malleable.adapters.slurm.resize import ResizeResult
 from malleable.errors import ExternalError, InputError
-from malleable.manager import Manager, Operation
+from malleable.manager import Manager
 from malleable.metrics.records import JobRecord
-from malleable.model import JobKind, JobSpec, JobState, SizeRule
+from malleable.model import JobKind, JobSpec, JobState, Operation, SizeRule
+from malleable.resources import JobEvent, ResourceManager
 
 logger = logging.getLogger(__name__)
 

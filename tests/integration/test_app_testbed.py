@@ -25,12 +25,12 @@ from malleable.adapters.slurm.cluster import SlurmCluster
 from malleable.adapters.slurm.parse import parse_scontrol_jobs, parse_sinfo_json
 from malleable.adapters.slurm.sites import ctl_for
 from malleable.cli import main
+from malleable.clock import ScaledClock
 from malleable.config import SiteConfig, load_config
 from malleable.manager import Manager
 from malleable.model import JobKind, JobSpec
 from malleable.policies.dmr import DmrPolicy
 from malleable.policies.fcfs import FCFS
-from malleable.realtime import ScaledClock
 from malleable.runner.demo import example_source, run_schedule
 from malleable.runner.job import MpiJob
 from malleable.runner.launch import Launch

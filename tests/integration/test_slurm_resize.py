@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from malleable.adapters.runner import SSHRunner
+from malleable.adapters.shell import SSHRunner
 from malleable.adapters.slurm import Outcome, Payload, Resizer, SlurmCluster
 from malleable.adapters.slurm.parse import parse_scontrol_jobs, parse_sinfo_json
 from malleable.adapters.slurm.sites import ctl_for
 from malleable.cli import main
+from malleable.clock import ScaledClock
 from malleable.config import load_config
 from malleable.model import JobKind, JobSpec, JobState
-from malleable.realtime import ScaledClock
 from malleable.testbed import Testbed
 from tests.integration.helpers import wait_for
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from malleable.adapters.base import Capability, JobEvent
 from malleable.coorm.core import CooRMCore, CoreConfig
 from malleable.coorm.policy import Busy
 from malleable.coorm.protocol import ChangeNotify, Subscribe
 from malleable.coorm.resources import Platform
 from malleable.coorm.sources import NoBackground, ResourceManagerSource, busy_from_view
 from malleable.model import ClusterView, JobKind, JobSpec, RunningJob
+from malleable.resources import Capability, JobEvent
 
 
 def _job(job_id: str, size: int, start: float, walltime: float | None) -> RunningJob:

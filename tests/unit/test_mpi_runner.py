@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from malleable.adapters.runner import Result
+from malleable.adapters.shell import Result
 from malleable.adapters.slurm.parse import SlurmJob
 from malleable.adapters.slurm.resize import Outcome, ResizeResult
 from malleable.errors import ExternalError

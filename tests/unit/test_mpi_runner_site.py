@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from malleable.adapters.base import Capability, JobEvent
 from malleable.cli import main
 from malleable.errors import InputError
 from malleable.model import ClusterView, JobKind, JobSpec, RunningJob
+from malleable.resources import Capability, JobEvent
 from malleable.runner.demo import (
     _slurm_nodes,
     boundaries,

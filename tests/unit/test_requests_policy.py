@@ -6,7 +6,6 @@ from collections.abc import Generator
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from malleable.adapters.base import Capability
 from malleable.manager import Manager
 from malleable.model import (
     Action,
@@ -23,6 +22,7 @@ from malleable.model import (
 from malleable.policies.dmr import DmrPolicy
 from malleable.policies.fcfs import FCFS
 from malleable.policies.requests import HonourRequests, grant, honour_requests, requested_size
+from malleable.resources import Capability
 from malleable.sim.cluster import SimCluster
 from malleable.sim.engine import Engine
 from tests.helpers import by_spec, cluster, drive, mjob, rigid, running

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from malleable.adapters.base import JobEvent, ResourceManager
 from malleable.adapters.slurm import meta
 from malleable.adapters.slurm.cluster import SlurmCluster
 from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.adapters.slurm.payload import Payload
 from malleable.adapters.slurm.resize import Outcome, ResizeError, Resizer
+from malleable.clock import ScaledClock
 from malleable.manager import Manager
 from malleable.model import JobKind, JobSpec, JobState, SizeRule
 from malleable.policies.koala import KoalaPolicy
-from malleable.realtime import ScaledClock
+from malleable.resources import JobEvent, ResourceManager
 from malleable.store import Store
 from tests.unit.test_slurm_fake import FakeSlurm, node_names
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from malleable.adapters.runner import CommandError, Result
+from malleable.adapters.shell import CommandError, Result
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
 _TEMPLATE_JOB = json.loads((DATA / "squeue_after_resizes.json").read_text())["jobs"][1]

@@ -10,11 +10,12 @@ from types import MappingProxyType
 
 import pytest
 
-from malleable.adapters.base import Capability, JobEvent
+from malleable.clock import ScaledClock
 from malleable.manager import Manager
 from malleable.model import ClusterView, JobKind, JobSpec, JobState, RunningJob
 from malleable.policies.koala import KoalaPolicy
-from malleable.realtime import RealtimeDriver, ScaledClock
+from malleable.realtime import RealtimeDriver
+from malleable.resources import Capability, JobEvent
 
 
 class FakeTime:

@@ -19,14 +19,14 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from malleable.adapters.runner import (
+from malleable.adapters.shell import (
     CommandError,
     CommandRunner,
     CommandTimeout,
     LocalRunner,
     SSHRunner,
-    SSHTarget,
 )
+from malleable.config import SSHTarget
 from malleable.errors import ExternalError
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from malleable.adapters.base import Capability, JobEvent
 from malleable.adapters.slurm.resize import Outcome, ResizeResult
 from malleable.errors import InputError
-from malleable.manager import Manager, Operation
-from malleable.model import ClusterView, JobKind, JobSpec, JobState, SizeRule
+from malleable.manager import Manager
+from malleable.model import ClusterView, JobKind, JobSpec, JobState, Operation, SizeRule
 from malleable.policies.koala import KoalaPolicy
+from malleable.resources import Capability, JobEvent
 from malleable.sim.cluster import SimCluster
 from malleable.sim.engine import Engine
 from malleable.store import RunInfo, Store, rebuild_records, resume, spec_from_json, spec_to_json

@@ -26,6 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from malleable.adapters.slurm.cluster import SlurmCluster
 from malleable.adapters.slurm.payload import Payload
 from malleable.adapters.slurm.sites import ctl_for
+from malleable.clock import ScaledClock
 from malleable.commands.simulate import load_workload, print_summary
 from malleable.config import ClustersConfig, SiteConfig, load_config
 from malleable.errors import InputError
@@ -34,7 +35,7 @@ from malleable.metrics.summary import summarize, write_records
 from malleable.model import Cluster, JobSpec
 from malleable.policies.koala import Approach, KoalaPolicy
 from malleable.policies.malleability import MALLEABILITY_POLICIES
-from malleable.realtime import RealtimeDriver, ScaledClock
+from malleable.realtime import RealtimeDriver
 from malleable.sim.run import SimConfig, check_jobs, simulate
 from malleable.store import Resumed, RunInfo, Store, resume
 from malleable.workloads.swf import write_swf

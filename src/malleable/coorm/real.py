@@ -30,6 +30,7 @@ from malleable.adapters.slurm import Payload, SlurmCluster
 from malleable.adapters.slurm.ctl import Poll
 from malleable.adapters.slurm.parse import SlurmJob
 from malleable.adapters.slurm.sites import ctl_for
+from malleable.clock import ScaledClock
 from malleable.config import ClustersConfig
 from malleable.coorm.core import CooRMCore, CoreConfig, Outgoing
 from malleable.coorm.policy import Busy
@@ -38,7 +39,6 @@ from malleable.coorm.resources import Platform, hierarchical_links
 from malleable.coorm.sources import OVERRUN_GRACE
 from malleable.errors import ExternalError
 from malleable.model import JobKind, JobSpec
-from malleable.realtime import ScaledClock
 
 logger = logging.getLogger(__name__)
 

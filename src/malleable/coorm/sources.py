@@ -4,7 +4,7 @@ A :class:`CapSource` says which hosts of each cluster are taken, from now until
 when, by jobs the CooRM RMS did not start. The simulator uses
 :class:`NoBackground` (CooRM owns the whole platform, as in the paper).
 :class:`ResourceManagerSource` reads real clusters through the core's
-:class:`~malleable.adapters.base.ResourceManager` protocol: running jobs hold
+:class:`~malleable.resources.ResourceManager` protocol: running jobs hold
 their nodes until ``start_time + walltime`` (forever when they have no wall
 time), and nodes that are neither idle nor held by a listed job count as taken
 until further notice.
@@ -16,10 +16,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
-from malleable.adapters.base import ResourceManager
 from malleable.coorm.policy import Busy
 from malleable.coorm.protocol import ClusterInfo
 from malleable.model import ClusterView
+from malleable.resources import ResourceManager
 
 #: A job past its time limit is expected to be gone within this many seconds.
 OVERRUN_GRACE = 60.0

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from malleable.manager import Operation
 from malleable.metrics.records import JobRecord
+from malleable.model import Operation
 
 #: Columns of the per-job CSV written by ``simulate`` and ``manager run``.
 RECORD_COLUMNS = ("job", "kind", "app", "cluster", "state", "submit", "start", "end",

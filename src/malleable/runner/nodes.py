@@ -1,6 +1,6 @@
 """Commands and files on the compute nodes of a site, through its login host.
 
-The runner reaches a site with one :class:`~malleable.adapters.runner.CommandRunner`
+The runner reaches a site with one :class:`~malleable.adapters.shell.CommandRunner`
 (SSH to the login node, or local); a node is one more hop, ``ssh -o BatchMode=yes
 NODE COMMAND`` from there (the site's users reach their nodes by key, host keys
 checked by the site's own known_hosts). Every command is an argv list, quoted
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from malleable.adapters.runner import CommandRunner, Result
+from malleable.adapters.shell import CommandRunner, Result
 
 _WRITE = 'mkdir -p "$(dirname "$1")" && cat > "$1.tmp.$$" && mv "$1.tmp.$$" "$1"'
 

@@ -1,6 +1,6 @@
 """A Slurm site whose malleable jobs are real MPI programs: the manager's view of the runner.
 
-:class:`MpiSite` is a :class:`~malleable.adapters.base.ResourceManager`. It wraps a
+:class:`MpiSite` is a :class:`~malleable.resources.ResourceManager`. It wraps a
 :class:`~malleable.adapters.slurm.cluster.SlurmCluster` (observation, events,
 submission, cancellation) and hands the jobs whose application is an MPI program
 (``JobSpec.app == "mpi:NAME"``) to an :class:`~malleable.runner.job.MpiJob`:
@@ -27,12 +27,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from malleable.adapters.base import Capability, JobEvent
 from malleable.adapters.slurm.cluster import SlurmCluster
 from malleable.adapters.slurm.payload import Payload
 from malleable.errors import ExternalError
 from malleable.model import ClusterView, JobSpec
 from malleable.policies.requests import REQUESTED
+from malleable.resources import Capability, JobEvent
 from malleable.runner.job import MpiJob
 from malleable.runner.launch import Launch, batch_script
 from malleable.runner.nodes import NodeShell

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from malleable.adapters.base import Capability, JobEvent
 from malleable.model import ClusterView, JobSpec, JobState, RunningJob
+from malleable.resources import Capability, JobEvent
 from malleable.sim.apps import TimeModel, time_model
 from malleable.sim.engine import END, RELEASE, Engine
 

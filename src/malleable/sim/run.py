@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from malleable.errors import InputError
-from malleable.manager import Manager, Operation
+from malleable.manager import Manager
 from malleable.metrics.records import JobRecord
-from malleable.model import Cluster, JobSpec
+from malleable.model import Cluster, JobSpec, Operation
 from malleable.policies.base import Policy
 from malleable.sim.apps import known
 from malleable.sim.background import BackgroundLoad, BackgroundSpec

@@ -1,7 +1,7 @@
 """The Slurm adapter: parsers, commands, resizes and the :class:`SlurmCluster` resource manager.
 
 See docs/slurm.md. Everything talks to Slurm through a
-:class:`~malleable.adapters.runner.CommandRunner` (local or SSH), argv lists only.
+:class:`~malleable.adapters.shell.CommandRunner` (local or SSH), argv lists only.
 """
 
 from malleable.adapters.slurm.cluster import SlurmCluster

@@ -1,4 +1,4 @@
-"""A Slurm site as a :class:`~malleable.adapters.base.ResourceManager`.
+"""A Slurm site as a :class:`~malleable.resources.ResourceManager`.
 
 * **Observe**: one batched call per cycle (``squeue --json`` and ``sinfo --json``
   in one remote command; ``squeue --json`` ignores ``-j``/``-t`` in 22.05, so
@@ -26,15 +26,15 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
 
-from malleable.adapters.base import Capability, JobEvent
 from malleable.adapters.slurm import meta
 from malleable.adapters.slurm.ctl import Poll, SlurmCtl
 from malleable.adapters.slurm.parse import SlurmJob
 from malleable.adapters.slurm.payload import Payload
 from malleable.adapters.slurm.resize import Outcome, ResizeError, Resizer, ResizeResult
+from malleable.clock import Clock
 from malleable.errors import ExternalError
 from malleable.model import ClusterView, JobKind, JobSpec, JobState, RunningJob
-from malleable.realtime import Clock
+from malleable.resources import Capability, JobEvent
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from malleable.adapters.runner import CommandError, CommandRunner, Result
+from malleable.adapters.shell import CommandError, CommandRunner, Result
 from malleable.adapters.slurm.parse import (
     ParseError,
     SlurmJob,

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from malleable.adapters.runner import CommandError
+from malleable.adapters.shell import CommandError
 from malleable.adapters.slurm import meta
 from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.adapters.slurm.parse import SlurmJob

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from malleable.adapters.runner import CommandRunner, LocalRunner, SSHRunner
+from malleable.adapters.shell import CommandRunner, LocalRunner, SSHRunner
 from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.config import SiteConfig
 

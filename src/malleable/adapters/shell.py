@@ -27,11 +27,11 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import paramiko
 
+from malleable.config import SSHTarget
 from malleable.errors import ExternalError
 
 logger = logging.getLogger(__name__)
@@ -146,22 +146,6 @@ def _kill(child: subprocess.Popen[str]) -> tuple[str, str]:
 
 
 # ----------------------------------------------------------------------------- SSH
-
-
-@dataclass(frozen=True, slots=True)
-class SSHTarget:
-    """Where and as whom to connect; paths to the private key and the known_hosts file."""
-
-    host: str
-    port: int
-    user: str
-    key: Path
-    known_hosts: Path
-    connect_timeout: float = 10.0
-
-    @property
-    def label(self) -> str:
-        return f"{self.user}@{self.host}:{self.port}"
 
 
 class SSHRunner:
