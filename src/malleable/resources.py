@@ -77,3 +77,19 @@ class ResourceManager(Protocol):
     def drain_events(self) -> Sequence[JobEvent]:
         """Job events seen since the last call, oldest first."""
         ...
+
+    def close(self) -> None:
+        """Release what the adapter holds open (connections); jobs keep running."""
+        ...
+
+
+@runtime_checkable
+class Adopting(ResourceManager, Protocol):
+    """A resource manager that can take charge again of jobs it ran before a restart."""
+
+    def adopt(self, spec: JobSpec, native_id: int | None, *, requested: int = 0,
+              started: bool = False, size: int = 0, since: float | None = None) -> None:
+        """Follow ``spec`` again: ``native_id`` is the resource manager's own job id (None
+        if it was never learnt), ``requested`` the size asked at start, ``started`` whether
+        it was seen running, ``size`` its last known size, ``since`` when it was placed."""
+        ...

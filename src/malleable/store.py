@@ -28,7 +28,7 @@ from malleable.errors import ExternalError, InputError
 from malleable.manager import Manager
 from malleable.metrics.records import JobRecord
 from malleable.model import JobKind, JobSpec, JobState, Operation, SizeRule
-from malleable.resources import JobEvent, ResourceManager
+from malleable.resources import Adopting, JobEvent, ResourceManager
 
 logger = logging.getLogger(__name__)
 
@@ -277,12 +277,11 @@ def resume(store: Store, manager: Manager, clusters: Mapping[str, ResourceManage
         if cluster is None or record.state.finished:
             continue
         adapter = clusters.get(cluster)
-        adopt = getattr(adapter, "adopt", None)
-        if adopt is None:
+        if not isinstance(adapter, Adopting):
             raise InputError(f"job {record.spec.id} ran on {cluster!r}, which is not in the "
                              "config (or cannot take jobs over)", source=store.path)
         size = record.sizes[-1][1] if record.sizes else 0
-        adopt(record.spec, slurm_ids.get((cluster, record.spec.id)),
+        adapter.adopt(record.spec, slurm_ids.get((cluster, record.spec.id)),
               requested=placed.get(record.spec.id, size), started=record.start is not None,
               size=size, since=record.placed)
         followed += 1

@@ -109,6 +109,9 @@ class Adopter:
     def drain_events(self) -> Sequence[JobEvent]:
         return []
 
+    def close(self) -> None:
+        pass
+
 
 def _run_until(store: Store, until: float) -> Manager:
     """The simulator, journaling into ``store``, stopped at ``until`` (a crash)."""

@@ -180,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
             summary, stopped = _execute(job, args, out)
         finally:
             for adapter in job.adapters.values():
-                adapter.ctl.runner.close()
+                adapter.close()
     finally:
         store.close()
     if args.json:

@@ -97,6 +97,10 @@ class MpiSite:
                 {**job.feedback, REQUESTED: float(target)}))
         return replace(view, running=MappingProxyType(running))
 
+    def close(self) -> None:
+        """Close the site's connection (the node shell shares it)."""
+        self.cluster.close()
+
     def drain_events(self) -> Sequence[JobEvent]:
         return self.cluster.drain_events()
 

@@ -132,6 +132,9 @@ class SimCluster:
         if job is not None:
             self._finish(job, JobState.CANCELLED)
 
+    def close(self) -> None:
+        """Nothing to release: a simulated cluster holds no connection."""
+
     def drain_events(self) -> Sequence[JobEvent]:
         if not self._events:
             return ()

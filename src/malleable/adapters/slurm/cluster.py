@@ -122,6 +122,10 @@ class SlurmCluster:
         assert self._poll is not None  # refresh sets it
         return self._poll
 
+    def close(self) -> None:
+        """Close the connection to the site (its jobs keep running)."""
+        self.ctl.runner.close()
+
     def drain_events(self) -> Sequence[JobEvent]:
         self._use("drain")
         events, self._events = self._events, []
