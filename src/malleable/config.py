@@ -8,6 +8,11 @@ to reach them (TOML, the format ``malleable testbed config`` prints).
     key = "/path/id_ed25519"
     known_hosts = "/path/known_hosts"
 
+    [policy]                    # optional: the policy (a --policy option overrides it)
+    name = "acds"               # any name of `malleable policies list`
+    [policy.options]            # optional: the policy's options (see docs/policies.md)
+    quantum = 60.0
+
     [clusters.vu]
     kind = "slurm"              # the adapter (only "slurm" so far)
     host = "127.0.0.1"          # without host, commands run on this machine
@@ -33,15 +38,17 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from malleable.errors import InputError
+from malleable.policies.registry import PolicySpec
 
 _SSH_KEYS = ("host", "port", "user", "key", "known_hosts", "connect_timeout")
 _INFO_KEYS = ("slurm_cluster", "controller", "address")
 _SITE_KEYS = ("kind", *_SSH_KEYS, "nodes", "partition", "reserve", "speed", "command_timeout",
               *_INFO_KEYS)
-_TOP_KEYS = ("clusters", "ssh")
+_TOP_KEYS = ("clusters", "ssh", "policy")
 _KINDS = ("slurm",)
 
 
@@ -84,6 +91,7 @@ class ClustersConfig:
 
     sites: tuple[SiteConfig, ...]
     source: str = "<config>"
+    policy: PolicySpec | None = None
 
     def site(self, name: str) -> SiteConfig:
         """The site called ``name``; InputError with the valid names otherwise."""
@@ -118,8 +126,10 @@ def parse_config(data: Mapping[str, Any], source: str = "<config>",
     sites = where.table(data.get("clusters"), "clusters")
     if not sites:
         raise InputError("no clusters: add a [clusters.NAME] table per site", source=source)
+    policy = where.policy(data["policy"]) if "policy" in data else None
     return ClustersConfig(tuple(where.site(name, where.table(raw, f"clusters.{name}"),
-                                           defaults) for name, raw in sites.items()), source)
+                                           defaults) for name, raw in sites.items()), source,
+                          policy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +152,17 @@ class _Where:
         if not isinstance(value, dict):
             raise self.fail(path, f"must be a table, not {type(value).__name__}")
         return value
+
+    def policy(self, value: Any) -> PolicySpec:
+        """``[policy]``: ``name`` and, in ``[policy.options]``, the policy's options (checked
+        when the policy is built, against the policy's own list)."""
+        raw = self.table(value, "policy")
+        self.only(raw, ("name", "options"), "policy")
+        if "name" not in raw:
+            raise self.fail("policy.name", "missing (e.g. name = \"fpsma\"; see `malleable "
+                                           "policies list`)")
+        options = self.table(raw.get("options", {}), "policy.options")
+        return PolicySpec(self.text(raw, "name", "policy"), MappingProxyType(dict(options)))
 
     def site(self, name: str, raw: dict[str, Any], defaults: dict[str, Any]) -> SiteConfig:
         path = f"clusters.{name}"

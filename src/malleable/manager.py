@@ -95,6 +95,8 @@ class Manager:
     _where: dict[str, str] = field(default_factory=dict)
     _active: set[str] = field(default_factory=set)
     _queue_view: _QueueView = field(init=False)
+    last_view: View | None = field(default=None, init=False)
+    """The view the policy decided on in the last cycle."""
 
     def __post_init__(self) -> None:
         self._queue_view = _QueueView(self._queue)
@@ -151,6 +153,7 @@ class Manager:
         self._drain_events()
         view = View(now, {name: rm.observe() for name, rm in self.clusters.items()},
                     self._queue_view)
+        self.last_view = view
         placed: list[str] = []
         deferred: list[str] = []
         applied = 0

@@ -15,15 +15,15 @@ the job's size is whatever the cluster shows.
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import sqlite3
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from malleable.adapters.slurm.resize import ResizeResult
 from malleable.errors import ExternalError, InputError
 from malleable.manager import Manager
 from malleable.metrics.records import JobRecord
@@ -53,6 +53,25 @@ CREATE TABLE IF NOT EXISTS resizes (id INTEGER PRIMARY KEY, site TEXT NOT NULL,
 """
 
 
+class ResizeOutcome(Protocol):
+    """What the journal keeps of a finished resize (the Slurm adapter's ResizeResult)."""
+
+    @property
+    def after(self) -> int: ...
+
+    @property
+    def outcome(self) -> enum.Enum: ...
+
+    @property
+    def reason(self) -> str: ...
+
+    @property
+    def seconds(self) -> float: ...
+
+    @property
+    def helper(self) -> int | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class RunInfo:
     """What a run needs to be taken up again: its tag, its clock and its policy."""
@@ -63,6 +82,8 @@ class RunInfo:
     approach: str
     policy: str
     workload: str
+    options: dict[str, Any] = field(default_factory=dict)
+    """The policy's options (journals written before options existed have none)."""
 
 
 # ----------------------------------------------------------------------------- specs
@@ -188,7 +209,7 @@ class Store:
         return self._write("INSERT INTO resizes (site, job_id, slurm_id, before, target) "
                            "VALUES (?, ?, ?, ?, ?)", (site, job_id, slurm_id, before, target))
 
-    def resize_end(self, token: int, result: ResizeResult) -> None:
+    def resize_end(self, token: int, result: ResizeOutcome) -> None:
         self._write("UPDATE resizes SET after = ?, outcome = ?, reason = ?, seconds = ?, "
                     "helper = ? WHERE id = ?", (result.after, result.outcome.value,
                                                 result.reason, result.seconds, result.helper,

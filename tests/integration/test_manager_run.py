@@ -145,7 +145,7 @@ def test_the_workload_file_runs_in_the_simulator(tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """What ``manager run`` wrote as workload.swf is what ``malleable simulate`` reads."""
     out = tmp_path / "sim"
-    from malleable.commands.simulate import load_workload
+    from malleable.workloads.load import load_workload
     from malleable.workloads.swf import write_swf
     jobs = sorted(load_workload("wm", 1), key=lambda j: j.submit_time)[:20]
     write_swf(tmp_path / "workload.swf", jobs)

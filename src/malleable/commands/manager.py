@@ -4,43 +4,37 @@ Submits a workload (a KOALA workload or an SWF file) in real time, scaled by
 ``--time-scale``, through the same manager and policy as ``malleable simulate``, and
 writes the same ``jobs.csv`` and ``summary.json``. State goes to a SQLite journal
 (``--state``): after Ctrl-C, SIGTERM or a crash, the same command takes the run up
-again where it was (jobs on the clusters keep running meanwhile).
+again where it was (jobs on the clusters keep running meanwhile). The run itself is
+assembled by :mod:`malleable.service`; this module parses, shows progress and prints.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import math
-import secrets
-import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from malleable.adapters.slurm.cluster import SlurmCluster
-from malleable.adapters.slurm.payload import Payload
-from malleable.adapters.slurm.sites import ctl_for
-from malleable.clock import ScaledClock
-from malleable.commands.simulate import load_workload, print_summary
-from malleable.config import ClustersConfig, SiteConfig, load_config
+from malleable.commands.common import add_policy_arguments, policy_from_args, print_summary
+from malleable.config import load_config
 from malleable.errors import InputError
-from malleable.manager import Manager
-from malleable.metrics.summary import summarize, write_records
-from malleable.model import Cluster, JobSpec
-from malleable.policies.koala import Approach, KoalaPolicy
-from malleable.policies.malleability import MALLEABILITY_POLICIES
-from malleable.realtime import RealtimeDriver
-from malleable.sim.run import SimConfig, check_jobs, simulate
-from malleable.store import Resumed, RunInfo, Store, resume
-from malleable.workloads.swf import write_swf
-
-logger = logging.getLogger(__name__)
+from malleable.metrics.summary import jsonable
+from malleable.service import (
+    ManagerRun,
+    RunRequest,
+    drive,
+    finish,
+    finished,
+    mkdir,
+    open_run,
+    select_sites,
+    write_workload,
+)
+from malleable.store import Store
 
 
 def register(sub: Any) -> None:
@@ -49,19 +43,17 @@ def register(sub: Any) -> None:
     verbs = p.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
     r = verbs.add_parser(
-        "run", help="run a workload through a KOALA policy on real Slurm sites",
+        "run", help="run a workload through a policy on real Slurm sites",
         description="Submit a workload to the configured Slurm sites in real time (scaled by "
-                    "--time-scale) and place, grow and shrink its jobs with a KOALA approach "
-                    "and malleability policy. Writes jobs.csv and summary.json (the format of "
+                    "--time-scale) and place, grow and shrink its jobs with any registered "
+                    "policy (--policy, or the config's [policy] table; KOALA's FPSMA by "
+                    "default). Writes jobs.csv and summary.json (the format of "
                     "`malleable simulate`) to --out. Ctrl-C stops after the current cycle; the "
                     "same command then takes the run up again from --state.")
     r.add_argument("--config", type=Path, required=True, metavar="FILE",
                    help="clusters config (TOML, e.g. from `malleable testbed config`)")
     r.add_argument("--sites", metavar="A,B", help="use only these sites (default: all)")
-    r.add_argument("--approach", choices=[a.value for a in Approach], default="pra",
-                   help="job management approach (default: pra)")
-    r.add_argument("--policy", choices=list(MALLEABILITY_POLICIES), default="fpsma",
-                   help="malleability policy (default: fpsma)")
+    add_policy_arguments(r, default=None)
     r.add_argument("--workload", default="wm", metavar="NAME|PATH",
                    help="a KOALA workload name (wm, wmr, wm-prime, wmr-prime) or an SWF file")
     r.add_argument("--jobs", type=int, metavar="N", help="only the first N jobs of the workload")
@@ -84,56 +76,6 @@ def register(sub: Any) -> None:
     r.set_defaults(func=run)
 
 
-# ----------------------------------------------------------------------------- assembly
-
-
-@dataclass
-class ManagerRun:
-    """Everything one real-time run is made of."""
-
-    info: RunInfo
-    store: Store
-    manager: Manager
-    adapters: dict[str, SlurmCluster]
-    clock: ScaledClock
-    pending: list[JobSpec]
-    workload: list[JobSpec]
-    resumed: Resumed | None
-
-
-def select_sites(config: ClustersConfig, names: str | None) -> list[SiteConfig]:
-    if not names:
-        return list(config.sites)
-    return [config.site(name.strip()) for name in names.split(",") if name.strip()]
-
-
-def build_adapters(sites: Sequence[SiteConfig], clock: ScaledClock, info: RunInfo,
-                   store: Store) -> dict[str, SlurmCluster]:
-    return {site.name: SlurmCluster(site.name, ctl_for(site), clock, info.run_id,
-                                    Payload(info.time_scale, site.speed), site.reserve,
-                                    site.speed, journal=store) for site in sites}
-
-
-def prepare(args: argparse.Namespace, sites: Sequence[SiteConfig], store: Store) -> ManagerRun:
-    """A new run, or the run the journal holds (resumed)."""
-    info = store.run_info()
-    if info is None:
-        workload = _workload(args)
-        info = RunInfo(secrets.token_hex(4), time.time(), args.time_scale, args.approach,
-                       args.policy, args.workload)
-        store.begin_run(info, workload)
-    else:
-        _check_same_run(info, args, store.path)
-        workload = store.workload()
-    clock = ScaledClock(info.epoch0, info.time_scale)
-    adapters = build_adapters(sites, clock, info, store)
-    manager = Manager(KoalaPolicy.named(info.approach, info.policy), adapters, journal=store)
-    resumed = resume(store, manager, adapters) if store.submitted() else None
-    done = set(manager.records)
-    pending = [spec for spec in workload if spec.id not in done]
-    return ManagerRun(info, store, manager, adapters, clock, pending, workload, resumed)
-
-
 def _check_args(args: argparse.Namespace) -> None:
     """Bad numbers stop before anything is created."""
     if not args.poll > 0 or not math.isfinite(args.poll):
@@ -146,47 +88,34 @@ def _check_args(args: argparse.Namespace) -> None:
         raise InputError("--deadline must be a positive number of seconds")
 
 
-def _workload(args: argparse.Namespace) -> list[JobSpec]:
-    jobs = load_workload(args.workload, args.seed)
-    if args.jobs is not None:
-        jobs = sorted(jobs, key=lambda j: j.submit_time)[:args.jobs]
-    check_jobs(jobs)
-    return jobs
-
-
-def _check_same_run(info: RunInfo, args: argparse.Namespace, source: str) -> None:
-    asked = {"approach": args.approach, "policy": args.policy, "workload": args.workload,
-             "time-scale": args.time_scale}
-    held = {"approach": info.approach, "policy": info.policy, "workload": info.workload,
-            "time-scale": info.time_scale}
-    differ = [f"--{k} {asked[k]} (the run has {held[k]})" for k in asked if asked[k] != held[k]]
-    if differ:
-        raise InputError("this state file holds another run: " + "; ".join(differ) +
-                         ". Use the run's options, or a new --state file", source=source)
-
-
-# ----------------------------------------------------------------------------- run
+def request(args: argparse.Namespace) -> RunRequest:
+    """The run the command line asks for (policy over the config's ``[policy]``)."""
+    config = load_config(args.config)
+    policy = policy_from_args(args, config.policy, config.source)
+    return RunRequest(select_sites(config, args.sites), policy, args.workload, args.seed,
+                      args.jobs, args.time_scale)
 
 
 def run(args: argparse.Namespace) -> int:
     _check_args(args)
-    sites = select_sites(load_config(args.config), args.sites)
+    asked = request(args)
     out: Path = args.out
-    _mkdir(out)
+    mkdir(out)
     store = Store.open(args.state or out / "state.sqlite")
     try:
-        job = prepare(args, sites, store)
+        job = open_run(asked, store)
         try:
-            summary, stopped = _execute(job, args, out)
+            write_workload(job, out)
+            stopped = _drive(job, args)
+            summary = finish(job, out, stopped, args.compare_sim)
         finally:
-            for adapter in job.adapters.values():
-                adapter.close()
+            job.close()
     finally:
         store.close()
     if args.json:
-        print(json.dumps(_jsonable(summary)))
+        print(json.dumps(jsonable(summary)))
     else:
-        print_summary({k: v for k, v in summary.items() if not isinstance(v, dict | list)})
+        print_summary(summary)
     if stopped != "done":
         Console(stderr=True).print(f"stopped ({stopped}); state saved in {store.path}: run the "
                                    "same command to take the run up again")
@@ -194,83 +123,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _execute(job: ManagerRun, args: argparse.Namespace,
-             out: Path) -> tuple[dict[str, Any], str]:
-    write_swf(out / "workload.swf", job.workload, f"manager run {job.info.run_id}")
-    stopped = _drive(job, args)
-    summary = _outputs(job, out, stopped)
-    if args.compare_sim:
-        summary["simulated"] = _simulate(job, out)
-    (out / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2) + "\n")
-    return summary, stopped
-
-
 def _drive(job: ManagerRun, args: argparse.Namespace) -> str:
-    total = len(job.workload)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(f"{job.info.approach}/{job.info.policy} on "
-                            f"{','.join(job.adapters)}", total=total)
-
-        def on_cycle(now: float) -> None:
-            finished = sum(1 for r in job.manager.records.values() if r.state.finished)
-            bar.update(task, completed=finished)
-
-        driver = RealtimeDriver(job.manager, job.clock, job.pending, args.poll,
-                                on_cycle=on_cycle)
-        outcome = driver.run(args.deadline)
-    logger.info("%d cycles, mean %.3f s", outcome.cycles,
-                sum(outcome.cycle_seconds) / max(1, len(outcome.cycle_seconds)))
-    return outcome.stopped
-
-
-def _outputs(job: ManagerRun, out: Path, stopped: str) -> dict[str, Any]:
-    records = list(job.manager.records.values())
-    ends = [r.end for r in records if r.end is not None]
-    start = min((s.submit_time for s in job.workload), default=0.0)
-    end = max(ends, default=start)
-    nodes = sum(_nodes(a) for a in job.adapters.values())
-    busy = sum(r.node_seconds() for r in records)
-    utilization = busy / (nodes * end) if nodes and end > 0 else 0.0
-    summary = summarize(records, job.manager.operations, end - start, utilization)
-    summary.update(approach=job.info.approach, policy=job.info.policy,
-                   workload=job.info.workload, time_scale=job.info.time_scale,
-                   run_id=job.info.run_id, sites=",".join(job.adapters), nodes=nodes,
-                   stopped=stopped, resizes=job.store.resize_outcomes())
-    write_records(out / "jobs.csv", records)
-    return summary
-
-
-def _simulate(job: ManagerRun, out: Path) -> dict[str, Any]:
-    """The same workload, policy and cluster sizes in the simulator."""
-    clusters = [Cluster(name, max(1, _nodes(a)), a.reserve, a.speed)
-                for name, a in job.adapters.items()]
-    result = simulate(job.workload, clusters,
-                      KoalaPolicy.named(job.info.approach, job.info.policy), SimConfig())
-    summary = summarize(result.records, result.operations, result.makespan, result.utilization)
-    target = out / "simulated"
-    _mkdir(target)
-    write_records(target / "jobs.csv", result.records)
-    (target / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2) + "\n")
-    return summary
-
-
-def _nodes(adapter: SlurmCluster) -> int:
-    view = adapter.last_view
-    return (view if view is not None else adapter.observe()).nodes
-
-
-def _mkdir(path: Path) -> None:
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create output directory: {exc.strerror}",
-                         source=str(path)) from None
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
+        task = bar.add_task(f"{job.policy.label()} on {','.join(job.adapters)}",
+                            total=len(job.workload))
+        return drive(job, args.poll, args.deadline,
+                     on_cycle=lambda now: bar.update(task, completed=finished(job)))

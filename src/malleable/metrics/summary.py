@@ -82,3 +82,12 @@ def utilization_series(timelines: dict[str, list[tuple[float, int]]],
         else:
             series.append((t, busy / total_nodes))
     return series
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with every NaN (a mean of nothing) as None, so JSON stays standard."""
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value

@@ -1,7 +1,12 @@
-"""Factories for the built-in policies (the targets of the entry points)."""
+"""Factories for the built-in policies (the targets of the entry points).
+
+KOALA's job-management approach (``pra``, ``pwa`` or ``none``) is an option of its
+three malleability policies; ``--approach`` on the command line is its shorthand.
+"""
 
 from __future__ import annotations
 
+from malleable.policies.fcfs import FCFS
 from malleable.policies.koala import KoalaPolicy
 
 
@@ -18,3 +23,8 @@ def egs(approach: str = "pra") -> KoalaPolicy:
 def equipartition(approach: str = "pra") -> KoalaPolicy:
     """Equipartition: level the malleable jobs of a cluster to equal sizes."""
     return KoalaPolicy.named(approach, "equipartition")
+
+
+def fcfs() -> FCFS:
+    """Strict FCFS, first fit: the queue head starts as soon as it fits, nothing passes it."""
+    return FCFS()

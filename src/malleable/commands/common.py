@@ -1,0 +1,51 @@
+"""Pieces several commands share: the policy options and the summary table.
+
+Not a command itself (the CLI registers none from here), so no command imports another.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from malleable.policies.koala import Approach
+from malleable.policies.registry import PolicySpec, names, parse_options
+from malleable.service import choose_policy
+
+
+def add_policy_arguments(p: argparse.ArgumentParser, default: str | None = "fpsma") -> None:
+    """``--policy``, ``--policy-option`` (repeatable) and ``--approach`` (KOALA's)."""
+    p.add_argument("--policy", metavar="NAME", default=None,
+                   help=f"a policy of `malleable policies list` ({', '.join(names())}; "
+                        f"default: {default or 'the config`s [policy], else fpsma'})")
+    p.add_argument("--policy-option", action="append", default=[], metavar="KEY=VALUE",
+                   dest="policy_options",
+                   help="an option of the policy (repeatable; the value is read as TOML, e.g. "
+                        "quantum=60 or levels=[\"site\"]; see docs/policies.md)")
+    p.add_argument("--approach", choices=[a.value for a in Approach], default=None,
+                   help="KOALA's job management approach for fpsma, egs and equipartition: "
+                        "shorthand for --policy-option approach=... (default: pra)")
+
+
+def policy_from_args(args: argparse.Namespace, configured: PolicySpec | None = None,
+                     source: str | None = None) -> PolicySpec:
+    """The checked policy spec of a command line (over a config's ``[policy]``)."""
+    return choose_policy(configured, args.policy, parse_options(args.policy_options),
+                         args.approach, source)
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    """A summary as a table titled with its workload, approach and policy."""
+    title = " · ".join(str(summary[k]) for k in ("workload", "approach", "policy")
+                       if summary.get(k) is not None)
+    table = Table(title=title)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in summary.items():
+        if key in ("workload", "approach", "policy") or isinstance(value, dict | list):
+            continue
+        table.add_row(key, f"{value:,.2f}" if isinstance(value, float) else str(value))
+    Console().print(table)

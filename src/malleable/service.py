@@ -1,0 +1,317 @@
+"""The composition root: a simulation, or a run of the manager on real sites, from a
+config, a policy spec and a workload.
+
+A library user, the command line and a service unit call the same functions:
+
+* :func:`choose_policy` merges a config's ``[policy]`` table, ``--policy``,
+  ``--policy-option`` and KOALA's ``--approach`` shorthand into one checked
+  :class:`~malleable.policies.registry.PolicySpec`;
+* :func:`platform` turns ``das3``, a node count or a clusters config into clusters;
+* :func:`run_simulation` runs a workload through the manager on simulated clusters;
+* :func:`open_run` opens (or, from its journal, resumes) a run on real sites,
+  :func:`drive` runs it in real time and :func:`finish` writes its outputs.
+
+Nothing here parses arguments or prints: that is the CLI's part.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import secrets
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from malleable.adapters.slurm.cluster import SlurmCluster
+from malleable.adapters.slurm.payload import Payload
+from malleable.adapters.slurm.sites import ctl_for
+from malleable.clock import ScaledClock
+from malleable.config import ClustersConfig, SiteConfig, load_config
+from malleable.errors import InputError
+from malleable.manager import Manager
+from malleable.metrics.records import JobRecord
+from malleable.metrics.summary import jsonable, summarize, write_records
+from malleable.model import DAS3, Cluster, JobSpec
+from malleable.policies.registry import PolicySpec, factory
+from malleable.realtime import RealtimeDriver
+from malleable.sim.run import SimConfig, SimResult, check_jobs, simulate
+from malleable.store import Resumed, RunInfo, Store, resume
+from malleable.workloads.load import load_workload
+from malleable.workloads.swf import write_swf
+
+logger = logging.getLogger(__name__)
+
+#: The policy when neither a command nor a config names one.
+DEFAULT_POLICY = PolicySpec("fpsma")
+
+# ----------------------------------------------------------------------------- policy
+
+
+def choose_policy(configured: PolicySpec | None = None, name: str | None = None,
+                  options: Mapping[str, Any] | None = None, approach: str | None = None,
+                  source: str | None = None) -> PolicySpec:
+    """The policy a command asked for, checked (InputError naming the valid names/options).
+
+    ``configured`` (a config's ``[policy]``) is the base; ``name`` replaces it (and its
+    options) when it names another policy; ``options`` and then ``approach`` (KOALA's
+    ``--approach``, the ``approach`` option) override single options.
+    """
+    spec = configured or DEFAULT_POLICY
+    if name is not None and name != spec.name:
+        spec, source = PolicySpec(name), None
+    spec = spec.with_options(options or {})
+    if approach is not None:
+        spec = spec.with_options({"approach": approach})
+    spec.build(source)  # every check happens here, before anything starts
+    return spec
+
+
+def approach_of(spec: PolicySpec) -> str | None:
+    """KOALA's approach of a policy: its ``approach`` option or that option's default;
+    None for a policy that has no such option."""
+    if "approach" in spec.options:
+        return str(spec.options["approach"])
+    param = inspect.signature(factory(spec.name)).parameters.get("approach")
+    if param is None or param.default is inspect.Parameter.empty:
+        return None
+    return str(param.default)
+
+
+# ----------------------------------------------------------------------------- platform
+
+
+def platform(spec: str) -> list[Cluster]:
+    """``das3`` (the five DAS-3 clusters), ``N`` (one cluster of N nodes) or a clusters
+    config file (each site's ``nodes``, ``reserve`` and ``speed``)."""
+    if spec == "das3":
+        return list(DAS3)
+    if spec.isdigit():
+        nodes = int(spec)
+        if nodes < 1:
+            raise InputError(f"--platform {spec}: a cluster needs at least one node")
+        return [Cluster("cluster", nodes)]
+    path = Path(spec)
+    if not path.exists():
+        raise InputError(f"--platform {spec!r} is neither das3, a node count nor a clusters "
+                         "config file")
+    return clusters_of(load_config(path))
+
+
+def clusters_of(config: ClustersConfig) -> list[Cluster]:
+    """The simulated twins of a config's sites (each needs ``nodes``)."""
+    missing = [site.name for site in config.sites if site.nodes is None]
+    if missing:
+        raise InputError(f"clusters.{missing[0]}.nodes: missing (a simulated platform needs "
+                         "every site's node count)", source=config.source)
+    return [Cluster(site.name, site.nodes or 0, site.reserve, site.speed)
+            for site in config.sites]
+
+
+# ----------------------------------------------------------------------------- simulation
+
+
+def run_simulation(jobs: Sequence[JobSpec], clusters: Sequence[Cluster], policy: PolicySpec,
+                   config: SimConfig) -> tuple[SimResult, dict[str, Any]]:
+    """Simulate ``jobs`` under ``policy``; the result and its summary (with the policy)."""
+    result = simulate(jobs, clusters, policy.build(), config)
+    summary = summarize(result.records, result.operations, result.makespan, result.utilization)
+    summary.update(approach=approach_of(policy), policy=policy.name)
+    summary.update(policy_options(policy.options))
+    return result, summary
+
+
+def policy_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"policy_options": ...}`` for options other than the approach (its own key), or {}."""
+    rest = {k: v for k, v in options.items() if k != "approach"}
+    return {"policy_options": rest} if rest else {}
+
+
+def write_outputs(out: Path, records: Sequence[JobRecord], summary: Mapping[str, Any]) -> None:
+    """``jobs.csv`` and ``summary.json`` in ``out`` (created)."""
+    mkdir(out)
+    write_records(out / "jobs.csv", records)
+    (out / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
+
+
+def mkdir(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create output directory: {exc.strerror}",
+                         source=str(path)) from None
+
+
+# ----------------------------------------------------------------------------- real runs
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What a run on real sites is asked to do (``manager run``'s options)."""
+
+    sites: tuple[SiteConfig, ...]
+    policy: PolicySpec
+    workload: str
+    seed: int = 1
+    jobs: int | None = None
+    time_scale: float = 1.0
+
+
+@dataclass
+class ManagerRun:
+    """Everything one real-time run is made of."""
+
+    info: RunInfo
+    store: Store
+    manager: Manager
+    adapters: dict[str, SlurmCluster]
+    clock: ScaledClock
+    pending: list[JobSpec]
+    workload: list[JobSpec]
+    resumed: Resumed | None
+
+    @property
+    def policy(self) -> PolicySpec:
+        return held_policy(self.info)
+
+    def close(self) -> None:
+        """Close every site's connection (jobs keep running; the journal stays)."""
+        for adapter in self.adapters.values():
+            adapter.close()
+
+
+def select_sites(config: ClustersConfig, names: str | None) -> tuple[SiteConfig, ...]:
+    """The sites named in ``A,B`` (all when None or empty)."""
+    if not names:
+        return config.sites
+    return tuple(config.site(name.strip()) for name in names.split(",") if name.strip())
+
+
+def build_adapters(sites: Sequence[SiteConfig], clock: ScaledClock, info: RunInfo,
+                   store: Store) -> dict[str, SlurmCluster]:
+    return {site.name: SlurmCluster(site.name, ctl_for(site), clock, info.run_id,
+                                    Payload(info.time_scale, site.speed), site.reserve,
+                                    site.speed, journal=store) for site in sites}
+
+
+def open_run(request: RunRequest, store: Store) -> ManagerRun:
+    """A new run, or the run the journal holds (resumed: InputError if it differs)."""
+    info = store.run_info()
+    if info is None:
+        workload = request_workload(request)
+        info = RunInfo(secrets.token_hex(4), time.time(), request.time_scale,
+                       approach_of(request.policy) or "", request.policy.name, request.workload,
+                       dict(request.policy.options))
+        store.begin_run(info, workload)
+    else:
+        check_same_run(info, request, store.path)
+        workload = store.workload()
+    clock = ScaledClock(info.epoch0, info.time_scale)
+    adapters = build_adapters(request.sites, clock, info, store)
+    manager = Manager(held_policy(info).build(), adapters, journal=store)
+    resumed = resume(store, manager, adapters) if store.submitted() else None
+    done = set(manager.records)
+    pending = [spec for spec in workload if spec.id not in done]
+    return ManagerRun(info, store, manager, adapters, clock, pending, workload, resumed)
+
+
+def request_workload(request: RunRequest) -> list[JobSpec]:
+    jobs = load_workload(request.workload, request.seed)
+    if request.jobs is not None:
+        jobs = sorted(jobs, key=lambda j: j.submit_time)[:request.jobs]
+    check_jobs(jobs)
+    return jobs
+
+
+def held_policy(info: RunInfo) -> PolicySpec:
+    """The policy a journal's run uses (a journal from before policy options has only a
+    KOALA policy name and an approach)."""
+    if info.options or not info.approach:
+        return PolicySpec(info.policy, MappingProxyType(dict(info.options)))
+    return PolicySpec(info.policy, MappingProxyType({"approach": info.approach}))
+
+
+def _run_keys(policy: PolicySpec, workload: str, time_scale: float) -> dict[str, Any]:
+    rest = {k: v for k, v in policy.options.items() if k != "approach"}
+    return {"policy": policy.name, "approach": approach_of(policy),
+            "policy-option": ", ".join(f"{k}={v!r}" for k, v in sorted(rest.items())) or "none",
+            "workload": workload, "time-scale": time_scale}
+
+
+def check_same_run(info: RunInfo, request: RunRequest, source: str) -> None:
+    """InputError when the journal holds a run with another policy, workload or scale."""
+    asked = _run_keys(request.policy, request.workload, request.time_scale)
+    held = _run_keys(held_policy(info), info.workload, info.time_scale)
+    differ = [f"--{k} {asked[k]} (the run has {held[k]})" for k in asked if asked[k] != held[k]]
+    if differ:
+        raise InputError("this state file holds another run: " + "; ".join(differ) +
+                         ". Use the run's options, or a new --state file", source=source)
+
+
+def drive(run: ManagerRun, poll: float, deadline: float | None,
+          on_cycle: Callable[[float], None] = lambda now: None) -> str:
+    """Run the manager in real time until done, the deadline or a signal; how it stopped."""
+    driver = RealtimeDriver(run.manager, run.clock, run.pending, poll, on_cycle=on_cycle)
+    outcome = driver.run(deadline)
+    logger.info("%d cycles, mean %.3f s", outcome.cycles,
+                sum(outcome.cycle_seconds) / max(1, len(outcome.cycle_seconds)))
+    return outcome.stopped
+
+
+def write_workload(run: ManagerRun, out: Path) -> None:
+    """The run's workload as ``out/workload.swf`` (before it runs, so a crash keeps it)."""
+    mkdir(out)
+    write_swf(out / "workload.swf", run.workload, f"manager run {run.info.run_id}")
+
+
+def finished(run: ManagerRun) -> int:
+    """How many of the run's jobs have finished."""
+    return sum(1 for r in run.manager.records.values() if r.state.finished)
+
+
+def finish(run: ManagerRun, out: Path, stopped: str, compare_sim: bool = False
+           ) -> dict[str, Any]:
+    """Write ``jobs.csv`` and ``summary.json`` (and, with ``compare_sim``, ``simulated/``)
+    to ``out``; the summary."""
+    mkdir(out)
+    records = list(run.manager.records.values())
+    ends = [r.end for r in records if r.end is not None]
+    start = min((s.submit_time for s in run.workload), default=0.0)
+    end = max(ends, default=start)
+    nodes = sum(site_nodes(run, name) for name in run.adapters)
+    busy = sum(r.node_seconds() for r in records)
+    utilization = busy / (nodes * end) if nodes and end > 0 else 0.0
+    summary = summarize(records, run.manager.operations, end - start, utilization)
+    summary.update(approach=run.info.approach or None, policy=run.info.policy,
+                   workload=run.info.workload, time_scale=run.info.time_scale,
+                   run_id=run.info.run_id, sites=",".join(run.adapters), nodes=nodes,
+                   stopped=stopped, resizes=run.store.resize_outcomes())
+    summary.update(policy_options(run.policy.options))
+    write_records(out / "jobs.csv", records)
+    if compare_sim:
+        summary["simulated"] = simulate_twin(run, out / "simulated")
+    (out / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
+    return summary
+
+
+def site_nodes(run: ManagerRun, name: str) -> int:
+    """A site's node count as the manager last saw it (observed now if never)."""
+    view = run.manager.last_view
+    if view is not None and name in view.clusters:
+        return view.clusters[name].nodes
+    return run.adapters[name].observe().nodes
+
+
+def simulate_twin(run: ManagerRun, out: Path) -> dict[str, Any]:
+    """The same workload, policy and cluster sizes in the simulator, written to ``out``."""
+    clusters = [Cluster(name, max(1, site_nodes(run, name)), a.reserve, a.speed)
+                for name, a in run.adapters.items()]
+    result, summary = run_simulation(run.workload, clusters, run.policy, SimConfig())
+    for key in ("approach", "policy", "policy_options"):
+        summary.pop(key, None)
+    write_outputs(out, result.records, summary)
+    return summary
