@@ -60,7 +60,7 @@ def test_option_types_are_checked() -> None:
 
 
 def test_a_factory_with_keyword_options_checks_them_itself() -> None:
-    with pytest.raises(InputError, match="unknown option.*nonsense"):
+    with pytest.raises(InputError, match=r"unknown option.*nonsense"):
         make("acds", nonsense=True)
 
 
@@ -133,7 +133,7 @@ def test_platforms(tmp_path: Path) -> None:
         platform("0")
     with pytest.raises(InputError, match="neither das3, a node count nor a clusters config"):
         platform("das4")
-    with pytest.raises(InputError, match="clusters.b.nodes: missing"):
+    with pytest.raises(InputError, match=r"clusters\.b\.nodes: missing"):
         clusters_of(parse_config({"clusters": {"a": {"nodes": 2}, "b": {}}}))
 
 
