@@ -13,9 +13,11 @@ It prints, in one invocation:
    all malleable, one job every 30 s) on the five DAS-3 clusters, under PRA/FPSMA
    and PWA/EGS (target: under a minute on one core);
 3. the same rigid trace (``gen_swf.py``: 100,000 jobs, one 128-node cluster) run
-   by AccaSim 1.1.3 (FIFO + first fit) and by our simulator (strict FCFS, first
-   fit): both throughputs, their ratio (target: ours >= 10x AccaSim's) and whether
-   every job starts at the same time in both (compared job by job).
+   by AccaSim 1.1.3 (FIFO + first fit) and by ``malleable simulate --policy fcfs
+   --platform 128 --workload TRACE.swf --json``, as a user runs it (strict FCFS, first
+   fit; whole process, reading the trace and writing jobs.csv): both throughputs,
+   their ratio (target: ours >= 10x AccaSim's) and whether every job starts at the
+   same time in both (compared job by job).
 
 AccaSim lives in its own virtual environment (``--accasim-venv``, default
 ``.venv-accasim`` at the repository root, gitignored), created from the shared
@@ -23,7 +25,7 @@ lock file when missing; when pip cannot install it, that part is skipped with a
 message. AccaSim runs twice: once without per-job output (its throughput) and once
 with its dispatching plan (the start times to compare), as its README advises.
 Throughputs are given on wall time and on CPU time (the machine is shared). Ours is
-measured in this process (reading the SWF file and simulating); AccaSim's loop time
+the whole ``malleable simulate`` process; AccaSim's loop time
 is the one it reports (it reads the trace as it simulates), its CPU time is that of
 its process less the CPU time of a process that only starts and imports AccaSim.
 """
@@ -31,6 +33,7 @@ its process less the CPU time of a process that only starts and imports AccaSim.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import resource
@@ -48,12 +51,10 @@ from typing import Any, TypeVar
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from malleable.model import DAS3, Cluster  # noqa: E402
-from malleable.policies.fcfs import FCFS  # noqa: E402
+from malleable.model import DAS3  # noqa: E402
 from malleable.policies.koala import KoalaPolicy  # noqa: E402
 from malleable.sim.run import SimConfig, simulate  # noqa: E402
 from malleable.workloads.koala import koala_workload  # noqa: E402
-from malleable.workloads.swf import read_swf  # noqa: E402
 
 #: AccaSim's system start time (the ``start_time`` of the shared sys-128x1.json).
 ACCASIM_EPOCH = 1_000_000_000
@@ -157,12 +158,12 @@ def ensure_accasim(venv: Path, bench: Path) -> Path | None:
     return python
 
 
-def child(argv: list[str]) -> tuple[subprocess.CompletedProcess[str], Timing]:
+def child(argv: list[str], **env: str) -> tuple[subprocess.CompletedProcess[str], Timing]:
     """Run a child process; its wall time and CPU time (user + system)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=3600,
-                          env={**os.environ, "TZ": "UTC"})
+                          env={**os.environ, "TZ": "UTC", **env})
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -229,12 +230,14 @@ def bench_rigid(n_jobs: int, seed: int, bench: Path | None, venv: Path, workdir:
         return
     trace = make_trace(bench, n_jobs, seed, workdir)
 
-    def ours_run() -> Any:
-        jobs = read_swf(trace).jobs
-        return simulate(jobs, [Cluster("c", 128)], FCFS(), SimConfig(timeline=False))
-
-    result, ours = timed(ours_run)
-    line("ours (read + simulate, FCFS)", n_jobs, ours)
+    out = workdir / "ours"
+    done, ours = child([sys.executable, "-m", "malleable", "simulate", "--policy", "fcfs",
+                        "--platform", "128", "--workload", str(trace), "--json",
+                        "--out", str(out)], PYTHONPATH=str(ROOT / "src"))
+    if done.returncode != 0:
+        print(f"  FAILED: malleable simulate exited {done.returncode}: {done.stderr.strip()}")
+        return
+    line("ours (malleable simulate --policy fcfs, whole process)", n_jobs, ours)
     if not use_accasim:
         print("  AccaSim skipped (--no-accasim)")
         return
@@ -255,13 +258,20 @@ def bench_rigid(n_jobs: int, seed: int, bench: Path | None, venv: Path, workdir:
                                               True)
     line("AccaSim with its dispatching plan", n_jobs, sched_timing)
     theirs = accasim_starts(workdir / "accasim-sched", trace)
-    mine = {r.spec.id: r.start for r in result.records if r.start is not None}
+    mine = csv_starts(out / "jobs.csv")
     same, differ = compare_starts(mine, theirs)
     total = len(set(mine) | set(theirs))
     print(f"  start times identical for {same:,} of {total:,} jobs: "
           + ("SAME SCHEDULE" if same == total == n_jobs else "DIFFERENT: " + "; ".join(differ)))
     if sched_summary.get("finished_jobs") != n_jobs:
         print(f"  note: AccaSim finished {sched_summary.get('finished_jobs')} jobs")
+
+
+def csv_starts(path: Path) -> dict[str, float]:
+    """Start times by job id from a ``jobs.csv`` of ``malleable simulate``."""
+    with path.open(newline="") as handle:
+        return {row["job"]: float(row["start"]) for row in csv.DictReader(handle)
+                if row["start"] not in ("", "nan")}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

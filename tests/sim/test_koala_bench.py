@@ -103,7 +103,8 @@ def test_benchmark_rigid_part_without_accasim(tmp_path: Path,
     assert bench_sim.main(["--only", "rigid", "--jobs", "500", "--no-accasim",
                            "--workdir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "ours (read + simulate, FCFS)" in out and "AccaSim skipped" in out
+    assert "ours (malleable simulate --policy fcfs, whole process)" in out
+    assert "AccaSim skipped" in out
 
 
 def test_accasim_that_cannot_install_is_skipped_with_a_message(

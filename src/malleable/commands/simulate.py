@@ -51,7 +51,7 @@ def _config(args: argparse.Namespace) -> SimConfig:
             raise InputError(f"--{flag.replace('_', '-')} must be a non-negative number")
     background = BackgroundSpec(interarrival=args.background) if args.background > 0 else None
     return SimConfig(reconfig_cost=args.reconfig_cost, release_delay=args.release_delay,
-                     background=background, seed=args.seed)
+                     background=background, seed=args.seed, timeline=False)
 
 
 def run(args: argparse.Namespace) -> int:
