@@ -154,3 +154,26 @@ def test_the_workload_file_runs_in_the_simulator(tmp_path: Path,
     with (out / "jobs.csv").open() as f:
         assert tuple(csv.DictReader(f).fieldnames or ()) == RECORD_COLUMNS
     assert json.loads(capsys.readouterr().out)["completed"] == 20
+
+
+def test_acds_from_the_configs_policy_table(idle_testbed: Testbed, config_file: Path,
+                                            tmp_path: Path) -> None:
+    """Any registered policy runs on real sites: AC-DS, named by a ``[policy]`` table, with
+    ``--policy-option`` overriding one of the table's options."""
+    config = tmp_path / "acds.toml"
+    config.write_text('[policy]\nname = "acds"\n[policy.options]\nquantum = 600.0\n'
+                      'levels = ["site"]\n' + config_file.read_text())
+    out = tmp_path / "acds"
+    assert main(["manager", "run", "--config", str(config), "--policy-option", "quantum=120",
+                 "--workload", "wm", "--jobs", "10", "--time-scale", str(SCALE), "--poll",
+                 "0.5", "--out", str(out), "--json"]) == 0
+    summary = _summary(out)
+    assert summary["policy"] == "acds" and summary["approach"] is None
+    assert summary["policy_options"] == {"quantum": 120, "levels": ["site"]}
+    assert summary["completed"] == 10 and summary["stopped"] == "done"
+    assert isinstance(summary["grow_ops"], int) and summary["grow_ops"] > 0
+    with (out / "jobs.csv").open() as f:
+        assert {r["state"] for r in csv.DictReader(f)} == {"completed"}
+    # the same state file with another policy is refused, naming both
+    assert main(["manager", "run", "--config", str(config), "--policy", "egs", "--workload",
+                 "wm", "--jobs", "10", "--time-scale", str(SCALE), "--out", str(out)]) == 2
