@@ -12,19 +12,31 @@ the manager sends back the answer to each action it yields:
 * :class:`~malleable.model.Place`  -> the size the job started with (0 if refused);
 * anything else                   -> ``None``.
 
-So FPSMA's "send grow request, get accepted number" is ``accepted = yield Grow(j, v)``.
-A policy that needs no answers may return a plain list.
+So FPSMA's "send grow request, get accepted number" is
+``accepted = answered((yield Grow(j, v)))``. A policy that needs no answers may return a
+plain list. A part of a decision that ends with a value (nodes granted, a job left
+waiting...) is a ``Negotiating[R]``; the whole decision is ``Steps`` (it ends with
+nothing); :func:`relay` passes another decision's actions on and notes each answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Iterator
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Generator, Iterable, Iterator
+from typing import Protocol, TypeVar, runtime_checkable
 
 from malleable.model import Action, View
 
+_R = TypeVar("_R")
+_A = TypeVar("_A", bound=Action)
+
+Negotiating = Generator[Action, int | None, _R]
+"""Part of a decision being negotiated that ends with a value: ``Negotiating[bool]``..."""
+
+Steps = Negotiating[None]
+"""A decision being negotiated: ``send`` the answer to each action to get the next."""
+
 #: What ``decide`` returns: a generator that receives answers, or any iterable.
-Decision = Generator[Action, int | None, None] | Iterable[Action]
+Decision = Steps | Iterable[Action]
 
 
 @runtime_checkable
@@ -39,10 +51,6 @@ class Policy(Protocol):
     def decide(self, view: View, now: float) -> Decision:
         """The actions to take now, given the view (see the module docstring)."""
         ...
-
-
-Steps = Generator[Action, int | None, None]
-"""A decision being negotiated: ``send`` the answer to each action to get the next."""
 
 
 def negotiate(decision: Decision) -> Steps:
@@ -60,3 +68,22 @@ def next_action(steps: Steps, answer: int | None) -> Action | None:
         return steps.send(answer)
     except StopIteration:
         return None
+
+
+def answered(answer: int | None) -> int:
+    """The nodes an answer counts (accepted, released or granted; 0 for ``None``)."""
+    return int(answer or 0)
+
+
+def relay(steps: Generator[_A, int | None, _R],
+          note: Callable[[_A, int], None]) -> Generator[_A, int | None, _R]:
+    """Yield ``steps``' actions, send each answer back, ``note(action, answered(answer))``;
+    return what ``steps`` returns."""
+    answer: int | None = None
+    while True:
+        try:
+            action = steps.send(answer)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        answer = yield action
+        note(action, answered(answer))

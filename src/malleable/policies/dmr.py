@@ -39,11 +39,10 @@ first come first served, as Slurm would.
 from __future__ import annotations
 
 import enum
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from malleable.model import (
-    Action,
     ClusterView,
     Defer,
     Grow,
@@ -54,9 +53,8 @@ from malleable.model import (
     SizeRule,
     View,
 )
+from malleable.policies.base import Negotiating, Steps, answered
 from malleable.policies.koala import start_size
-
-Answers = Generator[Action, int | None, None]
 
 
 class ResizeKind(enum.Enum):
@@ -159,13 +157,13 @@ class DmrPolicy:
     def name(self) -> str:
         return "dmr"
 
-    def decide(self, view: View, now: float) -> Answers:
+    def decide(self, view: View, now: float) -> Steps:
         avail = {name: c.available for name, c in view.clusters.items()}
         unplaced = yield from self._place(view, avail)
         for name, cluster in view.clusters.items():
             avail[name] = yield from self._resize_cluster(cluster, avail[name], unplaced)
 
-    def _place(self, view: View, avail: dict[str, int]) -> Generator[Action, int | None, list[int]]:
+    def _place(self, view: View, avail: dict[str, int]) -> Negotiating[list[int]]:
         """Place waiting jobs in queue order; return the sizes of those left waiting."""
         largest = max((c.nodes - c.reserve for c in view.clusters.values()), default=0)
         unplaced: list[int] = []
@@ -177,7 +175,7 @@ class DmrPolicy:
                 continue
             where = max(avail, key=lambda n: avail[n], default="")
             size = start_size(spec, avail[where]) if where else 0
-            granted = int((yield Place(spec.id, where, size)) or 0) if size else 0
+            granted = answered((yield Place(spec.id, where, size))) if size else 0
             if granted:
                 avail[where] -= granted
             else:
@@ -186,7 +184,7 @@ class DmrPolicy:
         return unplaced
 
     def _resize_cluster(self, cluster: ClusterView, available: int,
-                        pending: list[int]) -> Generator[Action, int | None, int]:
+                        pending: list[int]) -> Negotiating[int]:
         """Apply the rule to each malleable job of one cluster; return nodes still free."""
         fits = [size for size in pending if size <= cluster.nodes - cluster.reserve]
         coming = sum(j.releasing for j in cluster.running.values())
@@ -197,9 +195,9 @@ class DmrPolicy:
             if decision.kind is ResizeKind.EXPAND:
                 offer = min(decision.target - job.size, available)
                 if offer > 0:
-                    available -= int((yield Grow(job.id, offer)) or 0)
+                    available -= answered((yield Grow(job.id, offer)))
             elif decision.kind is ResizeKind.SHRINK and decision.pending_index is not None:
-                released = int((yield Shrink(job.id, job.size - decision.target)) or 0)
+                released = answered((yield Shrink(job.id, job.size - decision.target)))
                 available, coming = _claim(fits, decision.pending_index, available,
                                            coming + released)
         return available

@@ -17,10 +17,10 @@ policy run per time), this gives the same schedule as AccaSim's
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from dataclasses import dataclass
 
-from malleable.model import Action, Defer, Place, Reject, View
+from malleable.model import Defer, Place, Reject, View
+from malleable.policies.base import Steps
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class FCFS:
 
     name: str = "fcfs"
 
-    def decide(self, view: View, now: float) -> Generator[Action, int | None, None]:
+    def decide(self, view: View, now: float) -> Steps:
         free = [(name, c.available) for name, c in view.clusters.items()]
         for waiting in view.waiting:
             spec = waiting.spec
