@@ -59,7 +59,10 @@ def negotiate(decision: Decision) -> Steps:
 
 
 def _ignoring(actions: Iterator[Action]) -> Steps:
-    yield from actions
+    # Not ``yield from``: it would pass each answer to ``actions.send``, which a plain
+    # iterator does not have (AttributeError on the first non-None answer).
+    for action in actions:  # noqa: UP028 (see above)
+        yield action
 
 
 def next_action(steps: Steps, answer: int | None) -> Action | None:
