@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Protocol, TypeVar, runtime_checkable
 
-from malleable.model import Action, View
+from malleable.model import Action, Reject, View
 
 _R = TypeVar("_R")
 _A = TypeVar("_A", bound=Action)
@@ -90,3 +90,30 @@ def relay(steps: Generator[_A, int | None, _R],
             return done.value  # type: ignore[no-any-return]
         answer = yield action
         note(action, answered(answer))
+
+
+# ------------------------------------------------------------------ feasibility
+#
+# A job that needs more nodes than any one cluster can ever give it (its nodes outside
+# its reserve) is rejected ("never", as opposed to "not now"), so it does not wait for
+# ever. The test and the record are decided here, once; each policy asks at the point
+# of its queue scan where it always has (so jobs are rejected at the same cycle and in
+# the same order as before) and with the size it would start the job at:
+#
+# * KOALA, DMR and ACDS: the job's minimum size, whenever their scan reaches the job
+#   (ACDS: only at a quantum boundary);
+# * EASY (and EASY-DMR): the initial size of a malleable job, the minimum of any other,
+#   when the scan reaches it (not once nothing can start and the head holds a reservation);
+# * FCFS: the initial size, when the job is at the head and does not fit now.
+
+
+def largest_offer(view: View) -> int:
+    """The most nodes one cluster can ever give a job: its nodes outside its reserve."""
+    return max((c.nodes - c.reserve for c in view.clusters.values()), default=0)
+
+
+def infeasible(job_id: str, needs: int, largest: int) -> Reject | None:
+    """The Reject for a job that needs more than ``largest`` nodes, else None."""
+    if needs <= largest:
+        return None
+    return Reject(job_id, f"needs {needs} nodes, the largest cluster offers {largest}")

@@ -47,13 +47,12 @@ from malleable.model import (
     Defer,
     Grow,
     Place,
-    Reject,
     RunningJob,
     Shrink,
     SizeRule,
     View,
 )
-from malleable.policies.base import Negotiating, Steps, answered
+from malleable.policies.base import Negotiating, Steps, answered, infeasible, largest_offer
 from malleable.policies.koala import start_size
 
 
@@ -165,13 +164,13 @@ class DmrPolicy:
 
     def _place(self, view: View, avail: dict[str, int]) -> Negotiating[list[int]]:
         """Place waiting jobs in queue order; return the sizes of those left waiting."""
-        largest = max((c.nodes - c.reserve for c in view.clusters.values()), default=0)
+        largest = largest_offer(view)
         unplaced: list[int] = []
         for waiting in view.waiting:
             spec = waiting.spec
-            if spec.min_size > largest:
-                yield Reject(spec.id, f"needs {spec.min_size} nodes, the largest cluster "
-                                      f"offers {largest}")
+            reject = infeasible(spec.id, spec.min_size, largest)
+            if reject is not None:
+                yield reject
                 continue
             where = max(avail, key=lambda n: avail[n], default="")
             size = start_size(spec, avail[where]) if where else 0

@@ -42,12 +42,11 @@ from malleable.model import (
     JobKind,
     JobSpec,
     Place,
-    Reject,
     SizeRule,
     View,
     WaitingJob,
 )
-from malleable.policies.base import Negotiating, Steps, answered
+from malleable.policies.base import Negotiating, Steps, answered, infeasible
 
 _MALLEABLE = JobKind.MALLEABLE
 
@@ -177,8 +176,9 @@ def easy_schedule(queue: Sequence[WaitingJob],
             if reservation is None:
                 reservation = plan.reserve(spec)
             continue
-        if low > largest:
-            yield Reject(spec.id, f"needs {low} nodes, the largest cluster offers {largest}")
+        reject = infeasible(spec.id, low, largest)
+        if reject is not None:
+            yield reject
             continue
         if not (yield from _try_start(spec, plan, reservation)):
             failed.add(key)

@@ -39,12 +39,18 @@ from malleable.model import (
     JobKind,
     JobSpec,
     Place,
-    Reject,
     RunningJob,
     Shrink,
     View,
 )
-from malleable.policies.base import Negotiating, Steps, answered, relay
+from malleable.policies.base import (
+    Negotiating,
+    Steps,
+    answered,
+    infeasible,
+    largest_offer,
+    relay,
+)
 from malleable.policies.malleability import (
     FPSMA,
     MALLEABILITY_POLICIES,
@@ -103,7 +109,7 @@ class KoalaPolicy:
 
     def decide(self, view: View, now: float) -> Steps:
         cycle = _Cycle({name: c.available for name, c in view.clusters.items()})
-        largest = max((c.nodes - c.reserve for c in view.clusters.values()), default=0)
+        largest = largest_offer(view)
         if self.approach is Approach.PRA:
             yield from self._grow_all(view.clusters, cycle)
         blocked = yield from self._place_queue(view, cycle, largest)
@@ -120,9 +126,9 @@ class KoalaPolicy:
         first_blocked: JobSpec | None = None
         for waiting in view.waiting:
             spec = waiting.spec
-            if spec.min_size > largest:
-                yield Reject(spec.id, f"needs {spec.min_size} nodes, the largest cluster "
-                                      f"offers {largest}")
+            reject = infeasible(spec.id, spec.min_size, largest)
+            if reject is not None:
+                yield reject
                 continue
             cluster = self._worst_fit(view.clusters, cycle, spec)
             size = start_size(spec, cycle.avail[cluster]) if cluster else 0

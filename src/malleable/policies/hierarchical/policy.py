@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from malleable.model import Defer, Grow, Place, Reject, RunningJob, Shrink, View
-from malleable.policies.base import Steps, answered
+from malleable.policies.base import Steps, answered, infeasible, largest_offer
 from malleable.policies.hierarchical.config import TreeConfig
 from malleable.policies.hierarchical.estimators import INITIAL_DESIRE, a_greedy
 from malleable.policies.hierarchical.scheduler import JobsInput, TreeScheduler
@@ -149,14 +149,14 @@ class HierarchicalPolicy:
         count = {name: sum(1 for m in members if m.cluster == name) for name in sites}
         room = {name: cap[name] - sum(m.spec.min_size for m in members if m.cluster == name)
                 for name in sites}
-        largest = max((c.nodes - c.reserve for c in sites.values()), default=0)
+        largest = largest_offer(view)
         starting: list[Member] = []
         rejected: dict[str, str] = {}
         for waiting in view.waiting:
             spec = waiting.spec
-            if spec.min_size > largest:
-                rejected[spec.id] = (f"needs {spec.min_size} nodes; the largest cluster offers "
-                                     f"{largest}")
+            reject = infeasible(spec.id, spec.min_size, largest)
+            if reject is not None:
+                rejected[spec.id] = reject.reason
                 continue
             fits = [n for n in sites if room[n] >= spec.min_size]
             if not fits:
