@@ -156,7 +156,9 @@ class HierarchicalPolicy:
             spec = waiting.spec
             reject = infeasible(spec.id, spec.min_size, largest)
             if reject is not None:
-                rejected[spec.id] = reject.reason
+                # ACDS has always recorded "nodes; the largest" (the others "nodes, the"):
+                # kept, so that its records stay bit-for-bit what they were.
+                rejected[spec.id] = reject.reason.replace(", the largest", "; the largest")
                 continue
             fits = [n for n in sites if room[n] >= spec.min_size]
             if not fits:
