@@ -53,7 +53,7 @@ class SizeRule(enum.Enum):
 class JobSpec:
     """A job as submitted: what it needs, not what it got.
 
-    ``app`` names an application model (see :mod:`malleable.sim.apps`); ``runtime``
+    ``app`` names an application model (see :mod:`malleable.apps`); ``runtime``
     is used by the ``fixed`` application (a job that takes ``runtime`` seconds at
     its initial size and does not speed up). Times are in seconds.
     """

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from malleable.apps import standard_catalog
 from malleable.cli import main
 from malleable.metrics.summary import RECORD_COLUMNS
-from malleable.sim.apps import time_model
 from malleable.store import Store, rebuild_records
 from malleable.testbed import Testbed
 from tests.integration.helpers import wait_for
@@ -84,7 +84,7 @@ def _check_work(out: Path) -> None:
     store.close()
     grown_sooner = 0
     for record in records:
-        curve = time_model(record.spec)
+        curve = standard_catalog().time_model(record.spec)
         assert record.end is not None
         spans = [(t, record.sizes[i + 1][0] if i + 1 < len(record.sizes) else record.end, n)
                  for i, (t, n) in enumerate(record.sizes)]

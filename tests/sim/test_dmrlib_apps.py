@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from malleable.apps import relative_time, standard_catalog
 from malleable.model import JobKind, JobSpec
-from malleable.sim.apps import known, time_model
 from malleable.workloads.dmrlib_apps import (
     APPS,
     CAP,
@@ -17,7 +17,6 @@ from malleable.workloads.dmrlib_apps import (
     app_named,
     gain_differences,
     malleability_parameters,
-    relative_time,
 )
 
 TABLE5 = {"CG": (2, 32, 16), "Jacobi": (2, 32, 4), "N-body": (1, 32, 1), "HPG-aligner": (6, 12, 6)}
@@ -53,11 +52,12 @@ def test_interpolation_between_tabulated_sizes() -> None:
         relative_time(table, 0)
 
 
-def test_curves_are_registered_with_the_simulator() -> None:
+def test_curves_are_in_the_standard_catalog() -> None:
+    catalog = standard_catalog()
     for app in APPS:
-        assert known(app.model)
+        assert catalog.known(app.model)
         spec = JobSpec("x", JobKind.MALLEABLE, app.lower, app.upper, app.lower, app=app.model)
-        assert time_model(spec)(app.upper) == app.time(app.upper)
+        assert catalog.time_model(spec)(app.upper) == app.time(app.upper)
 
 
 def test_application_names() -> None:

@@ -25,7 +25,7 @@ SETTING = """\
 - **Platform**: the five DAS-3 clusters (85, 41, 68, 46 and 32 nodes; a node is the unit of
   allocation), worst-fit placement, no reserve, no local users (the paper: "the only background
   load ... is the activity of concurrent users").
-- **Applications** (`src/malleable/sim/apps.py`): FT, `T(n) = 60 + 120/n` s, powers of two only
+- **Applications** (`src/malleable/apps.py`): FT, `T(n) = 60 + 120/n` s, powers of two only
   (120 s on 2 nodes, 64 s on 32); GADGET-2, `T(n) = 240 + 720/n` s, any size (600 s on 2, 256 s
   on 46). Work is preserved across resizes.
 - **Workloads**: 300 jobs, FT and GADGET-2 drawn uniformly; malleable jobs have minimum 2,

@@ -12,19 +12,31 @@ the manager sends back the answer to each action it yields:
 * :class:`~malleable.model.Place`  -> the size the job started with (0 if refused);
 * anything else                   -> ``None``.
 
-So FPSMA's "send grow request, get accepted number" is ``accepted = yield Grow(j, v)``.
-A policy that needs no answers may return a plain list.
+So FPSMA's "send grow request, get accepted number" is
+``accepted = answered((yield Grow(j, v)))``. A policy that needs no answers may return a
+plain list. A part of a decision that ends with a value (nodes granted, a job left
+waiting...) is a ``Negotiating[R]``; the whole decision is ``Steps`` (it ends with
+nothing); :func:`relay` passes another decision's actions on and notes each answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Iterator
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Generator, Iterable, Iterator
+from typing import Protocol, TypeVar, runtime_checkable
 
-from malleable.model import Action, View
+from malleable.model import Action, Reject, View
+
+_R = TypeVar("_R")
+_A = TypeVar("_A", bound=Action)
+
+Negotiating = Generator[Action, int | None, _R]
+"""Part of a decision being negotiated that ends with a value: ``Negotiating[bool]``..."""
+
+Steps = Negotiating[None]
+"""A decision being negotiated: ``send`` the answer to each action to get the next."""
 
 #: What ``decide`` returns: a generator that receives answers, or any iterable.
-Decision = Generator[Action, int | None, None] | Iterable[Action]
+Decision = Steps | Iterable[Action]
 
 
 @runtime_checkable
@@ -41,17 +53,16 @@ class Policy(Protocol):
         ...
 
 
-Steps = Generator[Action, int | None, None]
-"""A decision being negotiated: ``send`` the answer to each action to get the next."""
-
-
 def negotiate(decision: Decision) -> Steps:
     """Any decision as a generator that takes answers (a plain iterable ignores them)."""
     return decision if isinstance(decision, Generator) else _ignoring(iter(decision))
 
 
 def _ignoring(actions: Iterator[Action]) -> Steps:
-    yield from actions
+    # Not ``yield from``: it would pass each answer to ``actions.send``, which a plain
+    # iterator does not have (AttributeError on the first non-None answer).
+    for action in actions:  # noqa: UP028 (see above)
+        yield action
 
 
 def next_action(steps: Steps, answer: int | None) -> Action | None:
@@ -60,3 +71,49 @@ def next_action(steps: Steps, answer: int | None) -> Action | None:
         return steps.send(answer)
     except StopIteration:
         return None
+
+
+def answered(answer: int | None) -> int:
+    """The nodes an answer counts (accepted, released or granted; 0 for ``None``)."""
+    return int(answer or 0)
+
+
+def relay(steps: Generator[_A, int | None, _R],
+          note: Callable[[_A, int], None]) -> Generator[_A, int | None, _R]:
+    """Yield ``steps``' actions, send each answer back, ``note(action, answered(answer))``;
+    return what ``steps`` returns."""
+    answer: int | None = None
+    while True:
+        try:
+            action = steps.send(answer)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        answer = yield action
+        note(action, answered(answer))
+
+
+# ------------------------------------------------------------------ feasibility
+#
+# A job that needs more nodes than any one cluster can ever give it (its nodes outside
+# its reserve) is rejected ("never", as opposed to "not now"), so it does not wait for
+# ever. The test and the record are decided here, once; each policy asks at the point
+# of its queue scan where it always has (so jobs are rejected at the same cycle and in
+# the same order as before) and with the size it would start the job at:
+#
+# * KOALA, DMR and ACDS: the job's minimum size, whenever their scan reaches the job
+#   (ACDS: only at a quantum boundary);
+# * EASY (and EASY-DMR): the initial size of a malleable job, the minimum of any other,
+#   when the scan reaches it (not once nothing can start and the head holds a reservation);
+# * FCFS: the initial size, when the job is at the head and does not fit now.
+
+
+def largest_offer(view: View) -> int:
+    """The most nodes one cluster can ever give a job: its nodes outside its reserve."""
+    return max((c.nodes - c.reserve for c in view.clusters.values()), default=0)
+
+
+def infeasible(job_id: str, needs: int, largest: int) -> Reject | None:
+    """The Reject for a job that needs more than ``largest`` nodes, else None."""
+    if needs <= largest:
+        return None
+    return Reject(job_id, f"needs {needs} nodes, the largest cluster offers {largest}")

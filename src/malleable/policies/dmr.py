@@ -39,24 +39,21 @@ first come first served, as Slurm would.
 from __future__ import annotations
 
 import enum
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from malleable.model import (
-    Action,
     ClusterView,
     Defer,
     Grow,
     Place,
-    Reject,
     RunningJob,
     Shrink,
     SizeRule,
     View,
 )
+from malleable.policies.base import Negotiating, Steps, answered, infeasible, largest_offer
 from malleable.policies.koala import start_size
-
-Answers = Generator[Action, int | None, None]
 
 
 class ResizeKind(enum.Enum):
@@ -159,25 +156,25 @@ class DmrPolicy:
     def name(self) -> str:
         return "dmr"
 
-    def decide(self, view: View, now: float) -> Answers:
+    def decide(self, view: View, now: float) -> Steps:
         avail = {name: c.available for name, c in view.clusters.items()}
         unplaced = yield from self._place(view, avail)
         for name, cluster in view.clusters.items():
             avail[name] = yield from self._resize_cluster(cluster, avail[name], unplaced)
 
-    def _place(self, view: View, avail: dict[str, int]) -> Generator[Action, int | None, list[int]]:
+    def _place(self, view: View, avail: dict[str, int]) -> Negotiating[list[int]]:
         """Place waiting jobs in queue order; return the sizes of those left waiting."""
-        largest = max((c.nodes - c.reserve for c in view.clusters.values()), default=0)
+        largest = largest_offer(view)
         unplaced: list[int] = []
         for waiting in view.waiting:
             spec = waiting.spec
-            if spec.min_size > largest:
-                yield Reject(spec.id, f"needs {spec.min_size} nodes, the largest cluster "
-                                      f"offers {largest}")
+            reject = infeasible(spec.id, spec.min_size, largest)
+            if reject is not None:
+                yield reject
                 continue
             where = max(avail, key=lambda n: avail[n], default="")
             size = start_size(spec, avail[where]) if where else 0
-            granted = int((yield Place(spec.id, where, size)) or 0) if size else 0
+            granted = answered((yield Place(spec.id, where, size))) if size else 0
             if granted:
                 avail[where] -= granted
             else:
@@ -186,7 +183,7 @@ class DmrPolicy:
         return unplaced
 
     def _resize_cluster(self, cluster: ClusterView, available: int,
-                        pending: list[int]) -> Generator[Action, int | None, int]:
+                        pending: list[int]) -> Negotiating[int]:
         """Apply the rule to each malleable job of one cluster; return nodes still free."""
         fits = [size for size in pending if size <= cluster.nodes - cluster.reserve]
         coming = sum(j.releasing for j in cluster.running.values())
@@ -197,9 +194,9 @@ class DmrPolicy:
             if decision.kind is ResizeKind.EXPAND:
                 offer = min(decision.target - job.size, available)
                 if offer > 0:
-                    available -= int((yield Grow(job.id, offer)) or 0)
+                    available -= answered((yield Grow(job.id, offer)))
             elif decision.kind is ResizeKind.SHRINK and decision.pending_index is not None:
-                released = int((yield Shrink(job.id, job.size - decision.target)) or 0)
+                released = answered((yield Shrink(job.id, job.size - decision.target)))
                 available, coming = _claim(fits, decision.pending_index, available,
                                            coming + released)
         return available

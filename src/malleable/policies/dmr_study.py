@@ -30,11 +30,10 @@ divisor works, the job is treated as Algorithm 2's line 9 says (expand if free).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from malleable.model import (
-    Action,
     Grow,
     JobKind,
     JobSpec,
@@ -44,11 +43,11 @@ from malleable.model import (
     View,
     WaitingJob,
 )
+from malleable.policies.base import Negotiating, Steps, answered
 from malleable.policies.dmr import JobLimits, Resize, ResizeKind, dmr_resize, limits_of
 from malleable.policies.easy import Plan, easy_schedule, start_size
 
 Interval = Callable[[JobSpec, int], float]
-Answers = Generator[Action, int | None, None]
 
 
 def no_inhibitor(spec: JobSpec, size: int) -> float:
@@ -105,7 +104,7 @@ class EasyDmrPolicy:
     def name(self) -> str:
         return "easy-dmr"
 
-    def decide(self, view: View, now: float) -> Answers:
+    def decide(self, view: View, now: float) -> Steps:
         plan = Plan.of(view, now)
         left = yield from easy_schedule(list(view.waiting), plan)
         for name, cluster in view.clusters.items():
@@ -121,7 +120,7 @@ class EasyDmrPolicy:
         return now - since >= self.interval(job.spec, job.size)
 
     def _resize_cluster(self, due: list[RunningJob], plan: Plan, left: list[WaitingJob],
-                        name: str) -> Answers:
+                        name: str) -> Steps:
         records = candidates(left, plan.capacity[name])
         sizes = [low for _, low in records]
         rule = granular_resize if self.multiples else dmr_resize
@@ -130,10 +129,10 @@ class EasyDmrPolicy:
                 continue
             decision = rule(job.size, limits_of(job), plan.free[name], sizes)
             if decision.kind is ResizeKind.EXPAND:
-                accepted = int((yield Grow(job.id, decision.target - job.size)) or 0)
+                accepted = answered((yield Grow(job.id, decision.target - job.size)))
                 plan.free[name] -= accepted
             elif decision.kind is ResizeKind.SHRINK and decision.pending_index is not None:
-                released = int((yield Shrink(job.id, job.size - decision.target)) or 0)
+                released = answered((yield Shrink(job.id, job.size - decision.target)))
                 plan.released(name, released)
                 index = records[decision.pending_index][0]
                 if (yield from self._start(left[index].spec, plan, name)):
@@ -151,11 +150,11 @@ class EasyDmrPolicy:
         preferred = job.spec.preferred_size or job.spec.initial_size
         return free < needed and not (pending and job.size > preferred)
 
-    def _start(self, spec: JobSpec, plan: Plan, name: str) -> Generator[Action, int | None, bool]:
+    def _start(self, spec: JobSpec, plan: Plan, name: str) -> Negotiating[bool]:
         size = start_size(spec, plan.free[name])
         if not size:
             return False
-        granted = int((yield Place(spec.id, name, size)) or 0)
+        granted = answered((yield Place(spec.id, name, size)))
         if granted:
             plan.started(name, spec, granted)
         return bool(granted)

@@ -34,22 +34,20 @@ runs it before resizing malleable jobs); :class:`EasyPolicy` is the whole policy
 from __future__ import annotations
 
 import math
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from malleable.model import (
-    Action,
     ClusterView,
     JobKind,
     JobSpec,
     Place,
-    Reject,
     SizeRule,
     View,
     WaitingJob,
 )
+from malleable.policies.base import Negotiating, Steps, answered, infeasible
 
-Answers = Generator[Action, int | None, None]
 _MALLEABLE = JobKind.MALLEABLE
 
 
@@ -155,7 +153,7 @@ def _shadow(free: int, ends: Iterable[tuple[float, int]], need: int,
 
 
 def easy_schedule(queue: Sequence[WaitingJob],
-                  plan: Plan) -> Generator[Action, int | None, list[WaitingJob]]:
+                  plan: Plan) -> Negotiating[list[WaitingJob]]:
     """Place what FCFS + EASY allows; return the jobs left waiting, in order."""
     order = list(queue)
     largest = max(plan.capacity.values(), default=0)
@@ -178,8 +176,9 @@ def easy_schedule(queue: Sequence[WaitingJob],
             if reservation is None:
                 reservation = plan.reserve(spec)
             continue
-        if low > largest:
-            yield Reject(spec.id, f"needs {low} nodes, the largest cluster offers {largest}")
+        reject = infeasible(spec.id, low, largest)
+        if reject is not None:
+            yield reject
             continue
         if not (yield from _try_start(spec, plan, reservation)):
             failed.add(key)
@@ -192,7 +191,7 @@ def easy_schedule(queue: Sequence[WaitingJob],
 
 
 def _try_start(spec: JobSpec, plan: Plan,
-               reservation: Reservation | None) -> Generator[Action, int | None, bool]:
+               reservation: Reservation | None) -> Negotiating[bool]:
     """Start ``spec`` now where allowed (most free nodes first); True when it started."""
     for name in sorted(plan.free, key=lambda n: -plan.free[n]):
         limit = plan.free[name]
@@ -206,7 +205,7 @@ def _try_start(spec: JobSpec, plan: Plan,
         size = start_size(spec, limit)
         if not size:
             continue
-        granted = int((yield Place(spec.id, name, size)) or 0)
+        granted = answered((yield Place(spec.id, name, size)))
         if not granted:
             continue
         plan.started(name, spec, granted)
@@ -224,7 +223,7 @@ class EasyPolicy:
     def name(self) -> str:
         return "easy"
 
-    def decide(self, view: View, now: float) -> Answers:
+    def decide(self, view: View, now: float) -> Steps:
         plan = Plan.of(view, now)
         yield from easy_schedule(list(view.waiting), plan)
 

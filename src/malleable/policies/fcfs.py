@@ -17,10 +17,10 @@ policy run per time), this gives the same schedule as AccaSim's
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from dataclasses import dataclass
 
-from malleable.model import Action, Defer, Place, Reject, View
+from malleable.model import Defer, Place, View
+from malleable.policies.base import Steps, answered, infeasible, largest_offer
 
 
 @dataclass(frozen=True)
@@ -29,35 +29,25 @@ class FCFS:
 
     name: str = "fcfs"
 
-    def decide(self, view: View, now: float) -> Generator[Action, int | None, None]:
+    def decide(self, view: View, now: float) -> Steps:
         free = [(name, c.available) for name, c in view.clusters.items()]
         for waiting in view.waiting:
             spec = waiting.spec
             size = spec.initial_size
             slot = _first_fit(free, size)
             if slot < 0:
-                if _never_fits(view, size):
-                    largest = max((c.nodes - c.reserve for c in view.clusters.values()),
-                                  default=0)
-                    yield Reject(spec.id, f"needs {size} nodes, the largest cluster offers "
-                                          f"{largest}")
+                reject = infeasible(spec.id, size, largest_offer(view))
+                if reject is not None:
+                    yield reject
                     continue
                 yield Defer(spec.id)
                 return
             name, avail = free[slot]
-            granted = yield Place(spec.id, name, size)
+            granted = answered((yield Place(spec.id, name, size)))
             if not granted:  # the cluster refused: the head stays at the head
                 yield Defer(spec.id)
                 return
-            free[slot] = (name, avail - int(granted))
-
-
-def _never_fits(view: View, size: int) -> bool:
-    """Whether no cluster could ever hold ``size`` nodes (outside its reserve)."""
-    for cluster in view.clusters.values():  # noqa: SIM110 (a loop: this is a hot path)
-        if cluster.nodes - cluster.reserve >= size:
-            return False
-    return True
+            free[slot] = (name, avail - granted)
 
 
 def _first_fit(free: list[tuple[str, int]], size: int) -> int:

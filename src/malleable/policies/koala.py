@@ -29,21 +29,27 @@ How we read the paper where it leaves room:
 from __future__ import annotations
 
 import enum
-from collections.abc import Generator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from malleable.model import (
-    Action,
     ClusterView,
     Defer,
     Grow,
     JobKind,
     JobSpec,
     Place,
-    Reject,
     RunningJob,
     Shrink,
     View,
+)
+from malleable.policies.base import (
+    Negotiating,
+    Steps,
+    answered,
+    infeasible,
+    largest_offer,
+    relay,
 )
 from malleable.policies.malleability import (
     FPSMA,
@@ -62,9 +68,6 @@ class Approach(enum.Enum):
     """Precedence to waiting applications: mandatory shrinks make room for the next job."""
     NONE = "none"
     """No malleability: the baseline."""
-
-
-Answers = Generator[Action, int | None, None]
 
 
 def start_size(spec: JobSpec, available: int) -> int:
@@ -104,9 +107,9 @@ class KoalaPolicy:
 
     # ------------------------------------------------------------------ decide
 
-    def decide(self, view: View, now: float) -> Answers:
+    def decide(self, view: View, now: float) -> Steps:
         cycle = _Cycle({name: c.available for name, c in view.clusters.items()})
-        largest = max((c.nodes - c.reserve for c in view.clusters.values()), default=0)
+        largest = largest_offer(view)
         if self.approach is Approach.PRA:
             yield from self._grow_all(view.clusters, cycle)
         blocked = yield from self._place_queue(view, cycle, largest)
@@ -118,18 +121,18 @@ class KoalaPolicy:
                 yield from self._grow_all(view.clusters, cycle)
 
     def _place_queue(self, view: View, cycle: _Cycle,
-                     largest: int) -> Generator[Action, int | None, JobSpec | None]:
+                     largest: int) -> Negotiating[JobSpec | None]:
         """Place what fits, head to tail; return the first job that did not fit."""
         first_blocked: JobSpec | None = None
         for waiting in view.waiting:
             spec = waiting.spec
-            if spec.min_size > largest:
-                yield Reject(spec.id, f"needs {spec.min_size} nodes, the largest cluster "
-                                      f"offers {largest}")
+            reject = infeasible(spec.id, spec.min_size, largest)
+            if reject is not None:
+                yield reject
                 continue
             cluster = self._worst_fit(view.clusters, cycle, spec)
             size = start_size(spec, cycle.avail[cluster]) if cluster else 0
-            granted = _answer((yield Place(spec.id, cluster, size))) if size else 0
+            granted = answered((yield Place(spec.id, cluster, size))) if size else 0
             if granted:
                 cycle.avail[cluster] -= granted
                 continue
@@ -150,7 +153,7 @@ class KoalaPolicy:
                 best, most = name, cycle.avail[name]
         return best
 
-    def _grow_all(self, clusters: Mapping[str, ClusterView], cycle: _Cycle) -> Answers:
+    def _grow_all(self, clusters: Mapping[str, ClusterView], cycle: _Cycle) -> Steps:
         for name, cluster in clusters.items():
             if cycle.avail[name] <= 0:
                 continue
@@ -160,7 +163,7 @@ class KoalaPolicy:
                 cycle.avail[name] -= accepted
 
     def _make_room(self, clusters: Mapping[str, ClusterView], cycle: _Cycle,
-                   spec: JobSpec) -> Generator[Action, int | None, bool]:
+                   spec: JobSpec) -> Negotiating[bool]:
         """Mandatory shrinks on the cluster with the most room; False if none can fit ``spec``."""
         best, best_room = "", -1
         for name, cluster in clusters.items():
@@ -191,19 +194,13 @@ class _Cycle:
     def size(self, job: RunningJob) -> int:
         return job.size + self.delta.get(job.id, 0)
 
-    def relay(self, negotiation: Negotiation) -> Generator[Action, int | None, int]:
+    def relay(self, negotiation: Negotiation) -> Negotiating[int]:
         """Pass a malleability policy's offers on, noting the answers."""
-        answer: int | None = None
-        while True:
-            try:
-                action = negotiation.send(answer)
-            except StopIteration as done:
-                return int(done.value)
-            answer = yield action
-            if isinstance(action, Grow):
-                self.delta[action.job_id] = self.delta.get(action.job_id, 0) + _answer(answer)
-            elif isinstance(action, Shrink):
-                self.delta[action.job_id] = self.delta.get(action.job_id, 0) - _answer(answer)
+        return (yield from relay(negotiation, self._note))
+
+    def _note(self, action: Grow | Shrink, nodes: int) -> None:
+        change = nodes if isinstance(action, Grow) else -nodes
+        self.delta[action.job_id] = self.delta.get(action.job_id, 0) + change
 
     def can_still_grow(self, cluster: ClusterView) -> bool:
         """Would a running malleable job here take some of the nodes still available?"""
@@ -213,6 +210,3 @@ class _Cycle:
         return any(j.spec.accepts(self.size(j), available) > 0
                    for j in cluster.running.values() if j.managed and j.spec.malleable)
 
-
-def _answer(got: int | None) -> int:
-    return int(got or 0)

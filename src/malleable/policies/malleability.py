@@ -22,8 +22,11 @@ from collections.abc import Generator, Sequence
 from typing import ClassVar, Protocol
 
 from malleable.model import Grow, RunningJob, Shrink
+from malleable.policies.base import answered
 
 Negotiation = Generator[Grow | Shrink, int | None, int]
+"""A :data:`~malleable.policies.base.Negotiating` ``[int]`` that yields only grows and
+shrinks and returns the nodes they moved."""
 
 
 class MalleabilityPolicy(Protocol):
@@ -36,10 +39,6 @@ class MalleabilityPolicy(Protocol):
     def shrink(self, jobs: Sequence[RunningJob], value: int, mandatory: bool) -> Negotiation: ...
 
 
-def _answer(got: int | None) -> int:
-    return int(got or 0)
-
-
 class FPSMA:
     """Favour Previously Started Malleable Applications (KOALA Fig. 4)."""
 
@@ -50,7 +49,7 @@ class FPSMA:
         for job in jobs:  # increasing start time
             if value <= 0:
                 break
-            accepted = _answer((yield Grow(job.id, value)))
+            accepted = answered((yield Grow(job.id, value)))
             value -= accepted
             total += accepted
         return total
@@ -60,7 +59,7 @@ class FPSMA:
         for job in reversed(jobs):  # decreasing start time
             if value <= 0:
                 break
-            released = _answer((yield Shrink(job.id, value, mandatory)))
+            released = answered((yield Shrink(job.id, value, mandatory)))
             value -= released
             total += released
         return total
@@ -85,7 +84,7 @@ class EGS:
         for i, job in enumerate(jobs):  # increasing start time: bonus to the oldest
             offer = share + (1 if i < remainder else 0)
             if offer > 0:
-                total += _answer((yield Grow(job.id, offer)))
+                total += answered((yield Grow(job.id, offer)))
         return total
 
     def shrink(self, jobs: Sequence[RunningJob], value: int, mandatory: bool) -> Negotiation:
@@ -96,7 +95,7 @@ class EGS:
         for i, job in enumerate(reversed(jobs)):  # decreasing start time: malus to the youngest
             asked = share + (1 if i < remainder else 0)
             if asked > 0:
-                total += _answer((yield Shrink(job.id, asked, mandatory)))
+                total += answered((yield Shrink(job.id, asked, mandatory)))
         return total
 
 
@@ -141,7 +140,7 @@ class Equipartition:
         total = 0
         for job, size, target in zip(jobs, sizes, targets, strict=True):
             if target > size:
-                total += _answer((yield Grow(job.id, target - size)))
+                total += answered((yield Grow(job.id, target - size)))
         return total
 
     def shrink(self, jobs: Sequence[RunningJob], value: int, mandatory: bool) -> Negotiation:
@@ -150,7 +149,7 @@ class Equipartition:
         total = 0
         for job, size, target in reversed(list(zip(jobs, sizes, targets, strict=True))):
             if target < size:
-                total += _answer((yield Shrink(job.id, size - target, mandatory)))
+                total += answered((yield Shrink(job.id, size - target, mandatory)))
         return total
 
 

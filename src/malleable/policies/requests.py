@@ -40,7 +40,7 @@ cluster with free nodes has asked returns the inner decision itself, untouched.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter, methodcaller
@@ -55,9 +55,7 @@ from malleable.model import (
     Shrink,
     View,
 )
-from malleable.policies.base import Decision, Policy, negotiate, next_action
-
-Answers = Generator[Action, int | None, None]
+from malleable.policies.base import Decision, Policy, Steps, answered, negotiate, relay
 
 #: The feedback key under which a runner shows a job's requested total size.
 REQUESTED = "requested"
@@ -97,8 +95,7 @@ class _Ledger:
     def of(cls, view: View) -> _Ledger:
         return cls(view, {name: c.available for name, c in view.clusters.items()}, set(), set())
 
-    def note(self, action: Action, answer: int | None) -> None:
-        taken = int(answer or 0)
+    def note(self, action: Action, taken: int) -> None:
         if isinstance(action, Place):
             if taken > 0:
                 self.gone.add(action.job_id)
@@ -132,7 +129,7 @@ class HonourRequests:
         return _grant(view, decision, askers)
 
 
-def _grant(view: View, decision: Decision, askers: list[RunningJob]) -> Answers:
+def _grant(view: View, decision: Decision, askers: list[RunningJob]) -> Steps:
     """The inner decision (answers forwarded), then a Grow for each request that fits."""
     ledger = _Ledger.of(view)
     yield from _relay(decision, ledger)
@@ -142,17 +139,13 @@ def _grant(view: View, decision: Decision, askers: list[RunningJob]) -> Answers:
             continue
         offer = grant(job, spare.get(job.cluster, 0))
         if offer > 0:
-            accepted = int((yield Grow(job.id, offer)) or 0)
+            accepted = answered((yield Grow(job.id, offer)))
             spare[job.cluster] -= accepted
 
 
-def _relay(decision: Iterable[Action], ledger: _Ledger) -> Answers:
+def _relay(decision: Iterable[Action], ledger: _Ledger) -> Steps:
     """Yield the inner decision's actions, sending each answer back (the manager protocol)."""
-    steps = negotiate(decision)
-    answer: int | None = None
-    while (action := next_action(steps, answer)) is not None:
-        answer = yield action
-        ledger.note(action, answer)
+    yield from relay(negotiate(decision), ledger.note)
 
 
 def _askers(view: View) -> list[RunningJob]:

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from malleable.apps import AppCatalog, TimeModel, standard_catalog
 from malleable.model import ClusterView, JobSpec, JobState, RunningJob
 from malleable.resources import Capability, JobEvent
-from malleable.sim.apps import TimeModel, time_model
 from malleable.sim.engine import END, RELEASE, Engine
 
 _EPS = 1e-9
@@ -54,6 +54,7 @@ class SimCluster:
     idle: int = field(init=False)
     busy_area: float = field(init=False, default=0.0)
     timeline: list[tuple[float, int]] | None = None
+    catalog: AppCatalog = field(default_factory=standard_catalog, repr=False)
     _jobs: dict[str, _Job] = field(init=False, default_factory=dict)
     _events: list[JobEvent] = field(init=False, default_factory=list)
     _last_change: float = field(init=False, default=0.0)
@@ -89,7 +90,8 @@ class SimCluster:
         self._account(now)
         self.idle -= size
         self._mark()
-        job = _Job(spec, time_model(spec), size, now, managed, last=now, resized_at=now)
+        curve = self.catalog.time_model(spec)
+        job = _Job(spec, curve, size, now, managed, last=now, resized_at=now)
         self._jobs[spec.id] = job
         self._touch(spec.id)
         self._schedule_end(job)

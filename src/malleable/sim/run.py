@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from malleable.apps import AppCatalog, standard_catalog
 from malleable.errors import InputError
 from malleable.manager import Manager
 from malleable.metrics.records import JobRecord
 from malleable.model import Cluster, JobSpec, Operation
 from malleable.policies.base import Policy
-from malleable.sim.apps import known
 from malleable.sim.background import BackgroundLoad, BackgroundSpec
 from malleable.sim.cluster import SimCluster
 from malleable.sim.engine import ARRIVAL, TIMER, Engine
@@ -56,14 +56,16 @@ class SimResult:
         return self.busy_area / capacity if capacity > 0 else 0.0
 
 
-def check_jobs(jobs: Sequence[JobSpec]) -> None:
-    """InputError for unknown applications or duplicate ids, before anything runs."""
+def check_jobs(jobs: Sequence[JobSpec], catalog: AppCatalog | None = None) -> None:
+    """InputError for unknown applications (not in ``catalog``, the standard one by
+    default) or duplicate ids, before anything runs."""
+    catalog = catalog if catalog is not None else standard_catalog()
     seen: set[str] = set()
     for spec in jobs:
         if spec.id in seen:
             raise InputError(f"job id {spec.id} appears twice")
         seen.add(spec.id)
-        if not known(spec.app):
+        if not catalog.known(spec.app):
             raise InputError(f"job {spec.id}: unknown application {spec.app!r}")
         needs_runtime = spec.app == "fixed" or spec.app.startswith("amdahl:")
         if needs_runtime and spec.runtime is None:
@@ -71,14 +73,18 @@ def check_jobs(jobs: Sequence[JobSpec]) -> None:
 
 
 def simulate(jobs: Sequence[JobSpec], clusters: Sequence[Cluster], policy: Policy,
-             config: SimConfig = SimConfig()) -> SimResult:
-    """Simulate ``jobs`` (any order) on ``clusters`` under ``policy``."""
-    check_jobs(jobs)
+             config: SimConfig = SimConfig(), *,
+             catalog: AppCatalog | None = None) -> SimResult:
+    """Simulate ``jobs`` (any order) on ``clusters`` under ``policy``, their applications
+    modelled by ``catalog`` (the standard one by default)."""
+    catalog = catalog if catalog is not None else standard_catalog()
+    check_jobs(jobs, catalog)
     ordered = sorted(jobs, key=lambda j: j.submit_time)
     engine = Engine(0.0)
     sims = {c.name: SimCluster(c.name, c.nodes, engine, c.reserve, c.speed,
                                config.reconfig_cost, config.release_delay,
-                               timeline=[] if config.timeline else None) for c in clusters}
+                               timeline=[] if config.timeline else None, catalog=catalog)
+            for c in clusters}
     manager = Manager(policy, sims, max_tries=config.max_tries)
     background = (BackgroundLoad(config.background, list(sims.values()), config.seed)
                   if config.background else None)

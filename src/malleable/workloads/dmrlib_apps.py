@@ -7,7 +7,8 @@ linearly in ``log2(n)``; above the last size it stays flat; below the reference 
 grows as ``1/n`` (perfect scaling down, never used by the study's limits).
 
 The paper publishes only the limits derived from Fig. 3 (Table 5), not the measured
-times, so the tables below are ours: chosen so that the paper's own rule
+times, so the tables below (kept as data in :data:`malleable.apps.DMRLIB`, where every
+world finds the curves) are ours: chosen so that the paper's own rule
 (:func:`malleability_parameters`: the gain difference
 ``s(n) = (t(prev) - t(n)) / t(ref) * 100`` against a 10% threshold) gives back
 Table 5 exactly, and so that they read as section 5.3 describes them:
@@ -32,12 +33,11 @@ once per iteration (50 iterations, Table 4) and HPG-aligner once per iteration
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from malleable.apps import DMRLIB, Tabulated
 from malleable.model import JobSpec
-from malleable.sim.apps import register_curve
 
 THRESHOLD = 10.0
 """The gain-difference threshold of section 5.3, in percent."""
@@ -52,18 +52,25 @@ class App:
     lower: int
     upper: int
     preferred: int
-    base_time: float
-    table: tuple[tuple[int, float], ...]
+    curve: Tabulated
     period: float | None = None
     iterations: int | None = None
+
+    @property
+    def base_time(self) -> float:
+        return self.curve.base_time
+
+    @property
+    def table(self) -> tuple[tuple[int, float], ...]:
+        return self.curve.table
 
     @property
     def reference(self) -> int:
         return self.table[0][0]
 
     def time(self, n: int) -> float:
-        """Execution time (s) of the whole job on ``n`` nodes."""
-        return self.base_time * relative_time(self.table, n)
+        """Execution time (s) of the whole job on ``n`` nodes (its application model)."""
+        return self.curve(n)
 
     def reconfig_interval(self, spec: JobSpec, size: int) -> float:
         """Seconds between two reconfiguration points of a job of this app at ``size``."""
@@ -73,21 +80,6 @@ class App:
         if iterations is None:  # HPG-aligner: 4 iterations per worker of the first run
             iterations = 4 * max(1, spec.initial_size - 2)
         return self.time(size) / iterations
-
-
-def relative_time(table: Sequence[tuple[int, float]], n: int) -> float:
-    """The table's relative time at ``n`` (log-linear between points, see the module)."""
-    if n < 1:
-        raise ValueError(f"size {n} is below 1")
-    first_size, first_time = table[0]
-    if n <= first_size:
-        return first_time * first_size / n
-    x = math.log2(n)
-    for (n0, t0), (n1, t1) in itertools.pairwise(table):
-        if n <= n1:
-            x0, x1 = math.log2(n0), math.log2(n1)
-            return t0 + (t1 - t0) * (x - x0) / (x1 - x0)
-    return table[-1][1]
 
 
 def gain_differences(table: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
@@ -122,14 +114,10 @@ def malleability_parameters(table: Sequence[tuple[int, float]], cap: int,
     return lower, upper, preferred
 
 
-CG = App("CG", "dmr-cg", 2, 32, 16, 1500.0,
-         ((1, 1.00), (2, 0.60), (4, 0.40), (8, 0.26), (16, 0.15), (32, 0.12)), period=10.0)
-JACOBI = App("Jacobi", "dmr-jacobi", 2, 32, 4, 600.0,
-             ((1, 1.00), (2, 0.75), (4, 0.60), (8, 0.55), (16, 0.52), (32, 0.50)), period=10.0)
-NBODY = App("N-body", "dmr-nbody", 1, 32, 1, 400.0,
-            ((1, 1.00), (2, 0.95), (4, 0.91), (8, 0.88), (16, 0.86), (32, 0.85)), iterations=50)
-HPG = App("HPG-aligner", "dmr-hpg", 6, 12, 6, 900.0,
-          ((3, 1.00), (6, 0.80), (12, 0.75), (24, 0.78)))
+CG = App("CG", "dmr-cg", 2, 32, 16, DMRLIB["dmr-cg"], period=10.0)
+JACOBI = App("Jacobi", "dmr-jacobi", 2, 32, 4, DMRLIB["dmr-jacobi"], period=10.0)
+NBODY = App("N-body", "dmr-nbody", 1, 32, 1, DMRLIB["dmr-nbody"], iterations=50)
+HPG = App("HPG-aligner", "dmr-hpg", 6, 12, 6, DMRLIB["dmr-hpg"])
 
 #: The study's applications, in the paper's order.
 APPS: tuple[App, ...] = (CG, JACOBI, NBODY, HPG)
@@ -151,12 +139,3 @@ def app_named(name: str) -> App:
         valid = ", ".join(a.label.lower() for a in APPS)
         raise ValueError(f"unknown application {name!r}; valid: {valid}")
     return app
-
-
-def register() -> None:
-    """Register the four curves with the simulator (idempotent)."""
-    for app in APPS:
-        register_curve(app.model, app.time)
-
-
-register()

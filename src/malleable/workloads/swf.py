@@ -32,9 +32,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from malleable.apps import AppCatalog, standard_catalog
 from malleable.errors import InputError
-from malleable.model import JobKind, JobSpec, SizeRule
-from malleable.sim.apps import RULES, known
+from malleable.model import JobKind, JobSpec
 
 logger = logging.getLogger(__name__)
 
@@ -52,17 +52,22 @@ class SwfWorkload:
     header: list[str] = field(default_factory=list)
 
 
-def read_swf(path: str | Path) -> SwfWorkload:
-    """Read a (malleable) SWF file; InputError with file:line on bad input."""
+def read_swf(path: str | Path, catalog: AppCatalog | None = None) -> SwfWorkload:
+    """Read a (malleable) SWF file; InputError with file:line on bad input.
+
+    Application names are checked against ``catalog`` (the standard one by default).
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise InputError(f"cannot read workload: {exc.strerror}", source=str(path)) from None
-    return parse_swf(text.splitlines(), str(path))
+    return parse_swf(text.splitlines(), str(path), catalog)
 
 
-def parse_swf(lines: Iterable[str], source: str = "<swf>") -> SwfWorkload:
+def parse_swf(lines: Iterable[str], source: str = "<swf>",
+              catalog: AppCatalog | None = None) -> SwfWorkload:
+    catalog = catalog if catalog is not None else standard_catalog()
     apps: dict[int, str] = {}
     workload = SwfWorkload([])
     seen: set[str] = set()
@@ -76,7 +81,7 @@ def parse_swf(lines: Iterable[str], source: str = "<swf>") -> SwfWorkload:
             if match:
                 apps[int(match.group(1))] = match.group(2)
             continue
-        spec = _parse_line(line, apps, source, number)
+        spec = _parse_line(line, apps, catalog, source, number)
         if spec is None:
             workload.skipped += 1
             continue
@@ -116,7 +121,8 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _parse_line(line: str, apps: dict[int, str], source: str, number: int) -> JobSpec | None:
+def _parse_line(line: str, apps: dict[int, str], catalog: AppCatalog, source: str,
+                number: int) -> JobSpec | None:
     f = _numbers(line, source, number)
     job_id, submit, runtime = int(f[0]), f[1], f[3]
     size = int(f[7]) if f[7] > 0 else int(f[4])
@@ -131,7 +137,7 @@ def _parse_line(line: str, apps: dict[int, str], source: str, number: int) -> Jo
         low = int(f[19]) if f[19] > 0 else size
         high = int(f[20]) if f[20] > 0 else size
         preferred = int(f[21]) if f[21] > 0 else None
-        app = _app_name(int(f[22]), apps, source, number)
+        app = _app_name(int(f[22]), apps, catalog, source, number)
     if app == "fixed" and runtime < 0:
         return None
     if size <= 0:
@@ -139,7 +145,7 @@ def _parse_line(line: str, apps: dict[int, str], source: str, number: int) -> Jo
     try:
         return JobSpec(str(job_id), kind, low, high, size, submit_time=submit, app=app,
                        runtime=runtime if runtime >= 0 else None, preferred_size=preferred,
-                       size_rule=RULES.get(app, SizeRule.ANY),
+                       size_rule=catalog.rule(app),
                        walltime=f[8] if f[8] > 0 else None,
                        user=str(int(f[11])) if f[11] >= 0 else "",
                        group=str(int(f[12])) if f[12] >= 0 else "")
@@ -148,14 +154,15 @@ def _parse_line(line: str, apps: dict[int, str], source: str, number: int) -> Jo
         raise InputError(message, source=source, line=number) from None
 
 
-def _app_name(code: int, apps: dict[int, str], source: str, number: int) -> str:
+def _app_name(code: int, apps: dict[int, str], catalog: AppCatalog, source: str,
+              number: int) -> str:
     if code < 0:
         return "fixed"
     name = apps.get(code)
     if name is None:
         raise InputError(f"application number {code} has no '; MalleableApp: {code} NAME' "
                          "header line", source=source, line=number)
-    if not known(name):
+    if not catalog.known(name):
         raise InputError(f"unknown application {name!r}", source=source, line=number)
     return name
 

@@ -1,7 +1,7 @@
 """The batch script a managed job runs: sleep-based work that follows the job's size.
 
 A job's work is one unit. At ``n`` nodes it progresses at ``1 / T(n)`` units a
-second, where ``T`` is the job's application model (:mod:`malleable.sim.apps`, the
+second, where ``T`` is the job's application model (:mod:`malleable.apps`, the
 very curve the simulator uses) times the time scale, divided by the site's speed.
 The script reads its own node count with ``scontrol -o show job $SLURM_JOB_ID``
 every ``tick`` seconds, so work done is kept across resizes and a grown job really
@@ -12,10 +12,10 @@ ends sooner (as in the simulator, up to one tick late). It is self-contained
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from malleable.apps import AppCatalog, standard_catalog
 from malleable.model import JobSpec
-from malleable.sim.apps import time_model
 
 _TEMPLATE = '''#!/usr/bin/env python3
 """malleable payload for job {job_id}: sleeps through its work at the speed of its size."""
@@ -64,11 +64,15 @@ sys.exit(0)
 
 @dataclass(frozen=True, slots=True)
 class Payload:
-    """How managed jobs' work is scaled: ``time_scale`` real seconds per model second."""
+    """How managed jobs' work is scaled: ``time_scale`` real seconds per model second.
+
+    ``catalog`` models the jobs' applications (the standard catalog by default).
+    """
 
     time_scale: float = 1.0
     speed: float = 1.0
     tick: float = 0.5
+    catalog: AppCatalog = field(default_factory=standard_catalog, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("time_scale", "speed", "tick"):
@@ -78,7 +82,7 @@ class Payload:
 
     def times(self, spec: JobSpec) -> dict[int, float]:
         """Real seconds the whole job takes at each size in [min, max]."""
-        curve = time_model(spec)
+        curve = self.catalog.time_model(spec)
         return {n: curve(n) * self.time_scale / self.speed
                 for n in range(spec.min_size, spec.max_size + 1)}
 

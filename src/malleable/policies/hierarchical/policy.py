@@ -30,21 +30,20 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Generator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from malleable.model import Action, Defer, Grow, Place, Reject, RunningJob, Shrink, View
+from malleable.model import Defer, Grow, Place, Reject, RunningJob, Shrink, View
+from malleable.policies.base import Steps, answered, infeasible, largest_offer
 from malleable.policies.hierarchical.config import TreeConfig
 from malleable.policies.hierarchical.estimators import INITIAL_DESIRE, a_greedy
 from malleable.policies.hierarchical.scheduler import JobsInput, TreeScheduler
 from malleable.policies.hierarchical.sitetree import Member, Path, build, capacity, site_of
 
 logger = logging.getLogger(__name__)
-
-Decision = Generator[Action, int | None, None]
 
 
 def feedback_desire(job: RunningJob, previous: float | None, config: TreeConfig) -> float:
@@ -86,7 +85,7 @@ class HierarchicalPolicy:
     def from_options(cls, options: Mapping[str, Any]) -> HierarchicalPolicy:
         return cls(TreeConfig.from_mapping(options))
 
-    def decide(self, view: View, now: float) -> Decision:
+    def decide(self, view: View, now: float) -> Steps:
         index = math.floor(now / self.config.quantum + 1e-9)
         if self._quantum is not None and index <= self._quantum:
             yield from self._place(view, self._starting)
@@ -150,14 +149,16 @@ class HierarchicalPolicy:
         count = {name: sum(1 for m in members if m.cluster == name) for name in sites}
         room = {name: cap[name] - sum(m.spec.min_size for m in members if m.cluster == name)
                 for name in sites}
-        largest = max((c.nodes - c.reserve for c in sites.values()), default=0)
+        largest = largest_offer(view)
         starting: list[Member] = []
         rejected: dict[str, str] = {}
         for waiting in view.waiting:
             spec = waiting.spec
-            if spec.min_size > largest:
-                rejected[spec.id] = (f"needs {spec.min_size} nodes; the largest cluster offers "
-                                     f"{largest}")
+            reject = infeasible(spec.id, spec.min_size, largest)
+            if reject is not None:
+                # ACDS has always recorded "nodes; the largest" (the others "nodes, the"):
+                # kept, so that its records stay bit-for-bit what they were.
+                rejected[spec.id] = reject.reason.replace(", the largest", "; the largest")
                 continue
             fits = [n for n in sites if room[n] >= spec.min_size]
             if not fits:
@@ -182,7 +183,7 @@ class HierarchicalPolicy:
 
     # ---------------------------------------------------------------- actions
 
-    def _resize(self, view: View, targets: dict[str, int]) -> Decision:
+    def _resize(self, view: View, targets: dict[str, int]) -> Steps:
         jobs = [j for c in site_of(view).values() for j in c.malleable_jobs() if j.id in targets]
         for job in jobs:
             excess = job.size - job.releasing - targets[job.id]
@@ -193,10 +194,10 @@ class HierarchicalPolicy:
             missing = targets[job.id] - (job.size - job.releasing)
             offer = min(missing, pool[job.cluster])
             if offer > 0:
-                accepted = int((yield Grow(job.id, offer)) or 0)
+                accepted = answered((yield Grow(job.id, offer)))
                 pool[job.cluster] -= accepted
 
-    def _place(self, view: View, starting: dict[str, tuple[str, int]]) -> Decision:
+    def _place(self, view: View, starting: dict[str, tuple[str, int]]) -> Steps:
         pool = {name: c.available for name, c in view.clusters.items()}
         for waiting in view.waiting:
             target = starting.get(waiting.id)
@@ -207,7 +208,7 @@ class HierarchicalPolicy:
             if size < waiting.spec.min_size:
                 yield Defer(waiting.id)
                 continue
-            granted = int((yield Place(waiting.id, cluster, size)) or 0)
+            granted = answered((yield Place(waiting.id, cluster, size)))
             pool[cluster] -= granted
             if granted:
                 del starting[waiting.id]

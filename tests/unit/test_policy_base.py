@@ -1,0 +1,52 @@
+"""The shared pieces of every policy: answers, relaying a negotiation, feasibility."""
+
+from __future__ import annotations
+
+from malleable.model import Action, Grow, Reject, Shrink, View, WaitingJob
+from malleable.policies.base import (
+    Negotiating,
+    answered,
+    infeasible,
+    largest_offer,
+    negotiate,
+    next_action,
+    relay,
+)
+from tests.helpers import cluster, rigid
+
+
+def test_answered_counts_none_as_zero() -> None:
+    assert (answered(None), answered(0), answered(3)) == (0, 0, 3)
+
+
+def _inner() -> Negotiating[int]:
+    got = answered((yield Grow("a", 4)))
+    got += answered((yield Shrink("b", 2)))
+    return got
+
+
+def test_relay_forwards_answers_notes_them_and_returns_the_inner_value() -> None:
+    notes: list[tuple[Action, int]] = []
+    outer = relay(_inner(), lambda action, nodes: notes.append((action, nodes)))
+    assert next_action(outer, None) == Grow("a", 4)
+    assert next_action(outer, 3) == Shrink("b", 2)
+    try:
+        outer.send(None)
+    except StopIteration as done:
+        assert done.value == 3
+    assert notes == [(Grow("a", 4), 3), (Shrink("b", 2), 0)]
+
+
+def test_a_plain_list_negotiates_ignoring_answers() -> None:
+    steps = negotiate([Grow("a", 1)])
+    assert next_action(steps, None) == Grow("a", 1)
+    assert next_action(steps, 7) is None
+
+
+def test_feasibility_against_the_largest_cluster_outside_its_reserve() -> None:
+    view = View(0.0, {"x": cluster("x", 8, reserve=2), "y": cluster("y", 5)},
+                [WaitingJob(rigid("j", 7))])
+    assert largest_offer(view) == 6
+    assert largest_offer(View(0.0, {}, [])) == 0
+    assert infeasible("j", 6, 6) is None
+    assert infeasible("j", 7, 6) == Reject("j", "needs 7 nodes, the largest cluster offers 6")
