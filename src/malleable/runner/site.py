@@ -126,6 +126,8 @@ class MpiSite:
         return job
 
     def offer_grow(self, job_id: str, offer: int) -> int:
+        if Capability.EXPAND not in self.capabilities:
+            return 0
         job = self._running(job_id)
         if job is None:
             return self.cluster.offer_grow(job_id, offer) if job_id not in self.jobs else 0
@@ -137,6 +139,8 @@ class MpiSite:
         return max(0, change.delta)
 
     def request_shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
+        if Capability.SHRINK not in self.capabilities:
+            return 0
         job = self._running(job_id)
         if job is None:
             if job_id in self.jobs:

@@ -295,7 +295,7 @@ class SlurmCluster:
 
     def offer_grow(self, job_id: str, offer: int) -> int:
         mine = self._resizable(job_id)
-        if mine is None or offer <= 0:
+        if mine is None or offer <= 0 or Capability.EXPAND not in self.capabilities:
             return 0
         accepted = mine.spec.accepts(mine.size, offer)
         if accepted <= 0:
@@ -304,7 +304,7 @@ class SlurmCluster:
 
     def request_shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
         mine = self._resizable(job_id)
-        if mine is None or amount <= 0:
+        if mine is None or amount <= 0 or Capability.SHRINK not in self.capabilities:
             return 0
         released = mine.spec.releases(mine.size, amount)
         if released <= 0:
