@@ -1,7 +1,8 @@
 """The ``driver`` fixture: every ResourceManager implementation behind one interface.
 
 Parametrised over the simulator, SlurmCluster on the fake Slurm, MpiSite on the fake
-Slurm, and SlurmCluster on a real testbed (``integration``: skipped without
+Slurm (with MPI programs behind it, and with plain sleepers it hands to its wrapped
+cluster), and SlurmCluster on a real testbed (``integration``: skipped without
 ``--integration``). The testbed is this suite's own: one site ``vu`` of 4 nodes, named
 ``contract<pid>-<n>`` so it cannot collide with other runs, taken down at the end of
 the session even when its bring-up failed.
@@ -45,6 +46,7 @@ def contract_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testb
     "sim",
     "slurm-fake",
     "mpi-fake",
+    "mpi-fake-sleepers",
     pytest.param("slurm-testbed", marks=[pytest.mark.integration, pytest.mark.timeout(900)]),
 ])
 def driver(request: pytest.FixtureRequest,

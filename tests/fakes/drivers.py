@@ -25,10 +25,12 @@ from malleable.adapters.slurm.resize import Resizer
 from malleable.clock import ScaledClock
 from malleable.model import JobKind, JobSpec, JobState
 from malleable.resources import Capability, JobEvent, ResourceManager
+from malleable.runner.launch import Launch
 from malleable.runner.nodes import NodeShell
 from malleable.runner.site import MpiSite
 from malleable.sim.cluster import SimCluster
 from malleable.sim.engine import Engine
+from tests.fakes.mpi_slurm import FakeMpiSlurm
 from tests.fakes.slurm import FakeSlurm, node_names
 
 NODES = 4
@@ -157,12 +159,22 @@ def slurm_fake_driver() -> FakeSlurmDriver:
 
 
 def mpi_fake_driver() -> FakeSlurmDriver:
-    """MpiSite over a SlurmCluster on the fake Slurm; the contract's jobs are not MPI
-    programs, so they go through MpiSite to the wrapped cluster."""
+    """MpiSite over a SlurmCluster on the fake Slurm; every job is an MPI program that
+    answers offers through its channel (tests/fakes/mpi_slurm.py)."""
+    fake = FakeMpiSlurm(node_names(NODES))
+    cluster = _fake_slurm_cluster(fake)
+    site = MpiSite(cluster, NodeShell(fake), lambda spec: Launch("app.py", "print(1)\n"),
+                   start_timeout=0.0)
+    return FakeSlurmDriver("mpi-fake", site, fake=fake, slurm=cluster)
+
+
+def mpi_sleepers_driver() -> FakeSlurmDriver:
+    """MpiSite over a SlurmCluster on the fake Slurm; no job is an MPI program, so every
+    call goes through MpiSite to the wrapped cluster."""
     fake = FakeSlurm(node_names(NODES))
     cluster = _fake_slurm_cluster(fake)
     site = MpiSite(cluster, NodeShell(fake), lambda spec: None)
-    return FakeSlurmDriver("mpi-fake", site, fake=fake, slurm=cluster)
+    return FakeSlurmDriver("mpi-fake-sleepers", site, fake=fake, slurm=cluster)
 
 
 # ---------------------------------------------------------------- the testbed
@@ -229,6 +241,7 @@ FACTORIES: dict[str, Callable[[], Driver]] = {
     "sim": sim_driver,
     "slurm-fake": slurm_fake_driver,
     "mpi-fake": mpi_fake_driver,
+    "mpi-fake-sleepers": mpi_sleepers_driver,
 }
 
 

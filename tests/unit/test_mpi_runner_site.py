@@ -73,6 +73,9 @@ class FakeCluster:
     def cancel(self, job_id: str) -> None:
         self.calls.append(("cancel", job_id))
 
+    def invalidate(self) -> None:
+        self.calls.append(("invalidate", ""))
+
 
 def make_site() -> tuple[MpiSite, FakeSite, FakeCluster]:
     fake = FakeSite()

@@ -110,6 +110,10 @@ class SlurmCluster:
         """After an action the latest poll no longer shows the site: poll again next time."""
         self._unused = set()
 
+    def invalidate(self) -> None:
+        """Someone else acted on the site (the MPI runner resized a job): poll again."""
+        self._stale()
+
     def _use(self, purpose: str) -> Poll:
         """The latest poll if ``purpose`` has not used it yet; a new poll otherwise.
 
