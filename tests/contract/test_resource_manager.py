@@ -141,6 +141,14 @@ def test_an_undeclared_capability_is_not_used(driver: Driver, missing: Capabilit
     assert driver.size_of("a") == before
 
 
+def test_feedback_comes_only_from_a_resource_manager_that_declares_it(driver: Driver) -> None:
+    started(driver, "a", 2)
+    job = driver.rm.observe().running["a"]
+    if Capability.FEEDBACK not in driver.rm.capabilities:
+        assert dict(job.feedback) == {}
+    assert all(isinstance(k, str) and isinstance(v, float) for k, v in job.feedback.items())
+
+
 # ------------------------------------------------------------------ ends
 
 
