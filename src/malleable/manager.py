@@ -249,7 +249,7 @@ class Manager:
         self._log(Operation(now, "cancel", job_id, cluster or "", 0))
 
     def _reject(self, job_id: str, reason: str, now: float, placed: list[str]) -> None:
-        if job_id not in self._queue:
+        if job_id not in self._queue or job_id in placed:  # not waiting, or placed just now
             return
         logger.warning("job %s rejected: %s", job_id, reason)
         placed.append(job_id)

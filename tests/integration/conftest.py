@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from malleable.testbed import SMALL, Docker, Testbed, Topology
-from tests.integration.helpers import TestbedFactory, unique_name
+from tests.fakes.waits import TestbedFactory, unique_name
 
 logger = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from malleable.runner.launch import Launch
 from malleable.runner.nodes import NodeShell
 from malleable.runner.site import MpiPayload, MpiSite
 from malleable.testbed import Site, Testbed, Topology
-from tests.integration.helpers import TestbedFactory, wait_for
+from tests.fakes.waits import TestbedFactory, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 

@@ -29,7 +29,7 @@ from malleable.coorm.launchers import Launcher
 from malleable.coorm.real import SlurmCoorm, real_core
 from malleable.coorm.service import CooRMService
 from malleable.testbed import Testbed
-from tests.integration.helpers import wait_for
+from tests.fakes.waits import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 

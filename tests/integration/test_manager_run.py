@@ -20,7 +20,7 @@ from malleable.cli import main
 from malleable.metrics.summary import RECORD_COLUMNS
 from malleable.store import Store, rebuild_records
 from malleable.testbed import Testbed
-from tests.integration.helpers import wait_for
+from tests.fakes.waits import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
 

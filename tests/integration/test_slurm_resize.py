@@ -22,7 +22,7 @@ from malleable.clock import ScaledClock
 from malleable.config import load_config
 from malleable.model import JobKind, JobSpec, JobState
 from malleable.testbed import Testbed
-from tests.integration.helpers import wait_for
+from tests.fakes.waits import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 

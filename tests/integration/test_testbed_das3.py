@@ -7,7 +7,7 @@ import time
 import pytest
 
 from malleable.testbed import DAS3, Testbed
-from tests.integration.helpers import TestbedFactory
+from tests.fakes.waits import TestbedFactory
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1200)]
 

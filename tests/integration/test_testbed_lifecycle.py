@@ -8,7 +8,7 @@ import pytest
 
 from malleable.cli import main
 from malleable.testbed import Docker, Testbed
-from tests.integration.helpers import unique_name, wait_for
+from tests.fakes.waits import unique_name, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 

@@ -12,7 +12,7 @@ import pytest
 
 from malleable.cli import main
 from malleable.testbed import SMALL, Testbed
-from tests.integration.helpers import wait_for
+from tests.fakes.waits import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 

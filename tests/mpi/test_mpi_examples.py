@@ -11,7 +11,7 @@ import numpy as np
 
 from malleable.mpi.channel import offer_to_json, read_json, write_json
 from malleable.mpi.sources import Offer
-from tests.mpi.helpers import EXAMPLES, finish, needs_mpi, result, run, sizes, start, starts, stop
+from tests.fakes.mpirun import EXAMPLES, finish, needs_mpi, result, run, sizes, start, starts, stop
 
 pytestmark = needs_mpi
 

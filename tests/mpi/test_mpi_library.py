@@ -10,7 +10,7 @@ from pathlib import Path
 
 from malleable.mpi.channel import offer_to_json, read_json, write_json
 from malleable.mpi.sources import Offer
-from tests.mpi.helpers import PROGRAMS, finish, needs_mpi, result, run, sizes, start, starts, stop
+from tests.fakes.mpirun import PROGRAMS, finish, needs_mpi, result, run, sizes, start, starts, stop
 
 pytestmark = needs_mpi
 CHECK = PROGRAMS / "check_app.py"

@@ -15,7 +15,7 @@ from malleable.sim.cluster import SimCluster
 from malleable.sim.engine import Engine
 from malleable.workloads.dmrlib import Version, interval, job_spec
 from malleable.workloads.dmrlib_apps import CG, HPG, JACOBI, NBODY
-from tests.helpers import running
+from tests.fakes.builders import running
 
 EXPAND, SHRINK, NONE = ResizeKind.EXPAND, ResizeKind.SHRINK, ResizeKind.NONE
 CG_LIMITS = JobLimits(2, 32, 16)

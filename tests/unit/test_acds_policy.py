@@ -20,7 +20,7 @@ from malleable.model import (
 from malleable.policies.hierarchical.config import TreeConfig
 from malleable.policies.hierarchical.policy import HierarchicalPolicy
 from malleable.policies.registry import make
-from tests.helpers import cluster, drive, mjob
+from tests.fakes.builders import cluster, drive, mjob
 
 
 def _run(spec: JobSpec, size: int, start: float = 0.0, cluster_name: str = "a",

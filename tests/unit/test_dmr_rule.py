@@ -24,7 +24,7 @@ from malleable.policies.dmr import (
     dmr_resize,
 )
 from malleable.policies.registry import make
-from tests.helpers import by_spec, cluster, drive, mjob, rigid, running
+from tests.fakes.builders import by_spec, cluster, drive, mjob, rigid, running
 
 EXPAND, SHRINK, NONE = ResizeKind.EXPAND, ResizeKind.SHRINK, ResizeKind.NONE
 CG = JobLimits(2, 32, 16)  # Table 5 of the paper

@@ -29,7 +29,7 @@ from malleable.policies.easy import (
 )
 from malleable.policies.registry import make
 from malleable.sim.run import simulate
-from tests.helpers import cluster, drive, running
+from tests.fakes.builders import cluster, drive, running
 
 
 def job(job_id: str, size: int, runtime: float, submit: float = 0.0, *,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from malleable.model import Cluster, Defer, JobKind, JobSpec, Place, Reject, View, WaitingJob
 from malleable.policies.fcfs import FCFS
 from malleable.sim.run import simulate
-from tests.helpers import by_spec, cluster, drive, mjob, rigid
+from tests.fakes.builders import by_spec, cluster, drive, mjob, rigid
 
 
 def _decide(view: View, specs: dict[str, JobSpec], refuse: frozenset[str] = frozenset()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from malleable.model import Defer, Grow, Place, Reject, Shrink, View, WaitingJob
 from malleable.policies.koala import KoalaPolicy, start_size
-from tests.helpers import by_spec, cluster, drive, mjob, rigid, running
+from tests.fakes.builders import by_spec, cluster, drive, mjob, rigid, running
 
 
 def _decide(policy: KoalaPolicy, view: View, specs: dict, sizes: dict) -> list:

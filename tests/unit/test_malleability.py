@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from malleable.model import Grow, Shrink, SizeRule
 from malleable.policies.malleability import EGS, FPSMA, Equipartition, level_down, level_up
-from tests.helpers import by_spec, drive, mjob, running
+from tests.fakes.builders import by_spec, drive, mjob, running
 
 
 def _jobs(*starts: float, size: int = 2, rule: SizeRule = SizeRule.ANY, hi: int = 46):

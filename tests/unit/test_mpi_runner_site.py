@@ -1,5 +1,5 @@
 """MpiSite (the manager's view of MPI jobs), the demo schedule and the app command's input
-checks, against the fake site of test_mpi_runner."""
+checks, against the fake site of tests/fakes/mpi_site.py."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from malleable.runner.job import MpiJob
 from malleable.runner.launch import Launch
 from malleable.runner.nodes import NodeShell
 from malleable.runner.site import MpiPayload, MpiSite
-from tests.unit.test_mpi_runner import FakeCtl, FakeResizer, FakeSite
+from tests.fakes.mpi_site import FakeCtl, FakeResizer, FakeSite
 
 MPI_SPEC = JobSpec("a", JobKind.MALLEABLE, 1, 6, 2, app="mpi:jacobi", preferred_size=2)
 RIGID = JobSpec("r", JobKind.RIGID, 2, 2, 2, app="fixed", runtime=10.0)
@@ -72,6 +72,9 @@ class FakeCluster:
 
     def cancel(self, job_id: str) -> None:
         self.calls.append(("cancel", job_id))
+
+    def invalidate(self) -> None:
+        self.calls.append(("invalidate", ""))
 
 
 def make_site() -> tuple[MpiSite, FakeSite, FakeCluster]:

@@ -25,7 +25,7 @@ from malleable.policies.requests import HonourRequests, grant, honour_requests, 
 from malleable.resources import Capability
 from malleable.sim.cluster import SimCluster
 from malleable.sim.engine import Engine
-from tests.helpers import by_spec, cluster, drive, mjob, rigid, running
+from tests.fakes.builders import by_spec, cluster, drive, mjob, rigid, running
 
 
 def asking(job: RunningJob, target: float) -> RunningJob:

@@ -15,7 +15,7 @@ from malleable.model import JobKind, JobSpec, JobState, SizeRule
 from malleable.policies.koala import KoalaPolicy
 from malleable.resources import JobEvent, ResourceManager
 from malleable.store import Store
-from tests.unit.test_slurm_fake import FakeSlurm, node_names
+from tests.fakes.slurm import FakeSlurm, node_names
 
 
 def _spec(job_id: str = "j1", low: int = 2, high: int = 8, init: int = 2,

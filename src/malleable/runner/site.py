@@ -69,6 +69,7 @@ class MpiSite:
     programs: Programs
     start_timeout: float = 120.0
     jobs: dict[str, MpiJob] = field(default_factory=dict)
+    specs: dict[str, JobSpec] = field(default_factory=dict)
     requested: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -111,6 +112,7 @@ class MpiSite:
         if granted and launch is not None and slurm_id is not None:
             self.jobs[spec.id] = MpiJob(self.cluster.ctl, self.shell, launch,
                                         self.cluster.resizer, slurm_id=slurm_id)
+            self.specs[spec.id] = spec
         return granted
 
     def _running(self, job_id: str) -> MpiJob | None:
@@ -126,10 +128,16 @@ class MpiSite:
         return job
 
     def offer_grow(self, job_id: str, offer: int) -> int:
+        if Capability.EXPAND not in self.capabilities:
+            return 0
         job = self._running(job_id)
         if job is None:
             return self.cluster.offer_grow(job_id, offer) if job_id not in self.jobs else 0
+        offer = self.specs[job_id].accepts(job.size, offer)  # its maximum, its size rule
+        if offer <= 0:
+            return 0
         change = job.grow(offer)
+        self.cluster.invalidate()
         if change.error:
             logger.warning("%s: growing %s: %s", self.name, job_id, change.error)
         if job_id in self.requested and job.size >= self.requested[job_id]:
@@ -137,12 +145,18 @@ class MpiSite:
         return max(0, change.delta)
 
     def request_shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
+        if Capability.SHRINK not in self.capabilities:
+            return 0
         job = self._running(job_id)
         if job is None:
             if job_id in self.jobs:
                 return 0
             return self.cluster.request_shrink(job_id, amount, mandatory)
+        amount = self.specs[job_id].releases(job.size, amount)  # its minimum, its size rule
+        if amount <= 0:
+            return 0
         change = job.shrink(amount, mandatory)
+        self.cluster.invalidate()
         if change.error:
             level = logging.ERROR if mandatory else logging.INFO
             logger.log(level, "%s: shrinking %s: %s", self.name, job_id, change.error)
@@ -151,10 +165,12 @@ class MpiSite:
     def cancel(self, job_id: str) -> None:
         self.requested.pop(job_id, None)
         job = self.jobs.pop(job_id, None)
+        self.specs.pop(job_id, None)
         if job is None:
             self.cluster.cancel(job_id)
             return
         left = job.cancel()
+        self.cluster.invalidate()
         if left:
             logger.error("%s: processes left by %s: %s", self.name, job_id, left)
 
@@ -180,6 +196,7 @@ class MpiSite:
                 if target < job.size:
                     logger.info("%s: %s asks to shrink to %d", self.name, job_id, target)
                     job.shrink(job.size - target)
+                    self.cluster.invalidate()
                 elif target > job.size:
                     logger.info("%s: %s asks to grow to %d", self.name, job_id, target)
                     self.requested[job_id] = target

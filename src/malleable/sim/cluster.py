@@ -101,7 +101,8 @@ class SimCluster:
 
     def offer_grow(self, job_id: str, offer: int) -> int:
         job = self._jobs.get(job_id)
-        if job is None or not job.managed or not job.spec.malleable:
+        if (job is None or not job.managed or not job.spec.malleable
+                or Capability.EXPAND not in self.capabilities):
             return 0
         accepted = job.spec.accepts(job.size - job.releasing, min(offer, self.idle))
         if accepted <= 0:
@@ -114,7 +115,8 @@ class SimCluster:
 
     def request_shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
         job = self._jobs.get(job_id)
-        if job is None or not job.managed or not job.spec.malleable:
+        if (job is None or not job.managed or not job.spec.malleable
+                or Capability.SHRINK not in self.capabilities):
             return 0
         released = job.spec.releases(job.size - job.releasing, amount)
         if released <= 0:

@@ -110,6 +110,10 @@ class SlurmCluster:
         """After an action the latest poll no longer shows the site: poll again next time."""
         self._unused = set()
 
+    def invalidate(self) -> None:
+        """Someone else acted on the site (the MPI runner resized a job): poll again."""
+        self._stale()
+
     def _use(self, purpose: str) -> Poll:
         """The latest poll if ``purpose`` has not used it yet; a new poll otherwise.
 
@@ -295,7 +299,7 @@ class SlurmCluster:
 
     def offer_grow(self, job_id: str, offer: int) -> int:
         mine = self._resizable(job_id)
-        if mine is None or offer <= 0:
+        if mine is None or offer <= 0 or Capability.EXPAND not in self.capabilities:
             return 0
         accepted = mine.spec.accepts(mine.size, offer)
         if accepted <= 0:
@@ -304,7 +308,7 @@ class SlurmCluster:
 
     def request_shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
         mine = self._resizable(job_id)
-        if mine is None or amount <= 0:
+        if mine is None or amount <= 0 or Capability.SHRINK not in self.capabilities:
             return 0
         released = mine.spec.releases(mine.size, amount)
         if released <= 0:

@@ -1,4 +1,4 @@
-"""Helpers of the integration tests: unique testbed names, waits on deadlines."""
+"""Unique testbed names and waits on monotonic deadlines (integration and contract tests)."""
 
 from __future__ import annotations
 

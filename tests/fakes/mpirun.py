@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-PROGRAMS = Path(__file__).resolve().parent / "programs"
+PROGRAMS = ROOT / "tests" / "mpi" / "programs"
 MPIRUN = shutil.which("mpirun")
 TIMEOUT = 180.0
 

@@ -1,0 +1,63 @@
+"""The ``driver`` fixture: every ResourceManager implementation behind one interface.
+
+Parametrised over the simulator, SlurmCluster on the fake Slurm, MpiSite on the fake
+Slurm (with MPI programs behind it, and with plain sleepers it hands to its wrapped
+cluster), and SlurmCluster on a real testbed (``integration``: skipped without
+``--integration``). The testbed is this suite's own: one site ``vu`` of 4 nodes, named
+``contract<pid>-<n>`` so it cannot collide with other runs, taken down at the end of
+the session even when its bring-up failed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from malleable.testbed import Docker, Testbed
+from malleable.testbed.topology import Site, Topology
+from tests.fakes.drivers import FACTORIES, Driver, testbed_driver
+from tests.fakes.waits import unique_name
+
+logger = logging.getLogger(__name__)
+
+CONTRACT = Topology("contract", (Site("vu", 4),))
+
+
+@pytest.fixture(scope="session")
+def contract_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+    docker = Docker()
+    if not docker.available():
+        pytest.fail("no Docker engine answers: run `bash .ci/testbed-setup.sh` first")
+    tb = Testbed(unique_name("contract"), root=tmp_path_factory.mktemp("contract-testbed"),
+                 docker=docker)
+    try:
+        tb.up(CONTRACT, timeout=600.0)
+        yield tb
+    finally:
+        try:
+            tb.down()
+        except Exception:
+            logger.exception("could not take testbed %s down", tb.name)
+
+
+@pytest.fixture(params=[
+    "sim",
+    "slurm-fake",
+    "mpi-fake",
+    "mpi-fake-sleepers",
+    pytest.param("slurm-testbed", marks=[pytest.mark.integration, pytest.mark.timeout(900)]),
+])
+def driver(request: pytest.FixtureRequest,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
+    kind: str = request.param
+    if kind == "slurm-testbed":
+        tb = request.getfixturevalue("contract_testbed")
+        made: Driver = testbed_driver(tb, tmp_path_factory.mktemp("contract"))
+    else:
+        made = FACTORIES[kind]()
+    try:
+        yield made
+    finally:
+        made.teardown()

@@ -1,0 +1,248 @@
+"""Drivers of the ResourceManager contract suite (tests/contract/).
+
+A driver wraps one implementation and knows how to make time pass on it (the
+simulator's engine, the fake Slurm's clock, the wall clock of the testbed) and how to
+make its world do what a test needs (a job vanishing from the queue...). The same
+test body then runs on every implementation. A driver keeps every event it drained
+(``seen``), since :meth:`ResourceManager.drain_events` hands each out only once.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from malleable.adapters.slurm.cluster import SlurmCluster
+from malleable.adapters.slurm.ctl import SlurmCtl
+from malleable.adapters.slurm.payload import Payload
+from malleable.adapters.slurm.resize import Resizer
+from malleable.clock import ScaledClock
+from malleable.model import JobKind, JobSpec, JobState
+from malleable.resources import Capability, JobEvent, ResourceManager
+from malleable.runner.launch import Launch
+from malleable.runner.nodes import NodeShell
+from malleable.runner.site import MpiSite
+from malleable.sim.cluster import SimCluster
+from malleable.sim.engine import Engine
+from tests.fakes.mpi_slurm import FakeMpiSlurm
+from tests.fakes.slurm import FakeSlurm, node_names
+
+NODES = 4
+"""Nodes of every driven cluster (the testbed site ``vu`` of the small topology has 4)."""
+
+
+@dataclass
+class Driver:
+    """What the contract tests need from an implementation (see the module docstring)."""
+
+    kind: str
+    rm: ResourceManager
+    nodes: int = NODES
+    seen: list[JobEvent] = field(default_factory=list)
+    patience: int = 30
+    """How many ticks :meth:`wait` allows before failing the test."""
+
+    def spec(self, job_id: str, size: int = 2, *, malleable: bool = True,
+             low: int = 1, high: int = NODES) -> JobSpec:
+        """A job that runs far longer than any test (the testbed cancels it at teardown)."""
+        if not malleable:
+            return JobSpec(job_id, JobKind.RIGID, size, size, size, app="fixed",
+                           runtime=3600.0)
+        return JobSpec(job_id, JobKind.MALLEABLE, low, high, size, app="fixed",
+                       runtime=3600.0)
+
+    def tick(self) -> None:
+        """Let a little time pass (one second of the implementation's clock)."""
+        raise NotImplementedError
+
+    def drain(self) -> list[JobEvent]:
+        events = list(self.rm.drain_events())
+        self.seen.extend(events)
+        return events
+
+    def wait(self, predicate: Callable[[], bool], what: str) -> None:
+        """Tick (draining events into ``seen``) until ``predicate`` holds."""
+        for _ in range(self.patience):
+            self.drain()
+            if predicate():
+                return
+            self.tick()
+        pytest.fail(f"{self.kind}: {what} did not happen within {self.patience} ticks")
+
+    def size_of(self, job_id: str) -> int | None:
+        job = self.rm.observe().running.get(job_id)
+        return None if job is None else job.size
+
+    def wait_size(self, job_id: str, size: int) -> None:
+        self.wait(lambda: self.size_of(job_id) == size, f"{job_id} at {size} nodes")
+
+    def ended(self, job_id: str) -> JobEvent | None:
+        return next((e for e in self.seen if e.job_id == job_id and e.state.finished), None)
+
+    def wait_end(self, job_id: str) -> JobEvent:
+        self.wait(lambda: self.ended(job_id) is not None, f"the end of {job_id}")
+        event = self.ended(job_id)
+        assert event is not None
+        return event
+
+    def declare(self, capabilities: frozenset[Capability]) -> None:
+        """Make the implementation declare ``capabilities`` (a configured site)."""
+        self.rm.capabilities = capabilities
+
+    def vanish(self, job_id: str) -> None:
+        """Make a job leave the resource manager's queue and accounting, end unknown."""
+        pytest.skip(f"{self.kind}: a job cannot leave this resource manager unseen")
+
+    def teardown(self) -> None:
+        """Cancel what the test left running and close the implementation."""
+        self.rm.close()
+
+
+# ---------------------------------------------------------------- the simulator
+
+
+@dataclass
+class SimDriver(Driver):
+    engine: Engine = field(default_factory=Engine)
+
+    def tick(self) -> None:
+        until = self.engine.now + 1.0
+        self.engine.at(until, lambda: None)
+        self.engine.run(until=until)
+
+
+def sim_driver() -> SimDriver:
+    engine = Engine(100.0)
+    cluster = SimCluster("sim", NODES, engine, release_delay=2.0)
+    return SimDriver("sim", cluster, engine=engine)
+
+
+# ---------------------------------------------------------------- the fake Slurm
+
+
+@dataclass
+class FakeSlurmDriver(Driver):
+    fake: FakeSlurm = field(default_factory=lambda: FakeSlurm(node_names(NODES)))
+    slurm: SlurmCluster | None = None
+
+    def tick(self) -> None:
+        self.fake.now += 1
+
+    def declare(self, capabilities: frozenset[Capability]) -> None:
+        assert self.slurm is not None
+        self.slurm.capabilities = capabilities
+
+    def vanish(self, job_id: str) -> None:
+        assert self.slurm is not None
+        slurm_id = self.slurm.slurm_id(job_id)
+        assert slurm_id is not None
+        del self.fake.jobs[slurm_id]  # out of squeue and of sacct: its end is unknown
+
+
+def _fake_slurm_cluster(fake: FakeSlurm) -> SlurmCluster:
+    clock = ScaledClock(float(fake.now), 1.0, wall=lambda: float(fake.now))
+    run = "contract"
+    resizer = Resizer(SlurmCtl(fake), run_tag=run, sleep=lambda s: None)
+    return SlurmCluster("vu", SlurmCtl(fake), clock, run, Payload(0.01), resizer=resizer)
+
+
+def slurm_fake_driver() -> FakeSlurmDriver:
+    fake = FakeSlurm(node_names(NODES))
+    cluster = _fake_slurm_cluster(fake)
+    return FakeSlurmDriver("slurm-fake", cluster, fake=fake, slurm=cluster)
+
+
+def mpi_fake_driver() -> FakeSlurmDriver:
+    """MpiSite over a SlurmCluster on the fake Slurm; every job is an MPI program that
+    answers offers through its channel (tests/fakes/mpi_slurm.py)."""
+    fake = FakeMpiSlurm(node_names(NODES))
+    cluster = _fake_slurm_cluster(fake)
+    site = MpiSite(cluster, NodeShell(fake), lambda spec: Launch("app.py", "print(1)\n"),
+                   start_timeout=0.0)
+    return FakeSlurmDriver("mpi-fake", site, fake=fake, slurm=cluster)
+
+
+def mpi_sleepers_driver() -> FakeSlurmDriver:
+    """MpiSite over a SlurmCluster on the fake Slurm; no job is an MPI program, so every
+    call goes through MpiSite to the wrapped cluster."""
+    fake = FakeSlurm(node_names(NODES))
+    cluster = _fake_slurm_cluster(fake)
+    site = MpiSite(cluster, NodeShell(fake), lambda spec: None)
+    return FakeSlurmDriver("mpi-fake-sleepers", site, fake=fake, slurm=cluster)
+
+
+# ---------------------------------------------------------------- the testbed
+
+
+@dataclass
+class TestbedDriver(Driver):
+    __test__ = False  # not a test class, whatever its name
+
+    testbed: Any = None
+    slurm: SlurmCluster | None = None
+    interval: float = 0.5
+    timeout: float = 60.0
+
+    def tick(self) -> None:
+        time.sleep(self.interval)  # one poll interval; wait() bounds the whole on a deadline
+
+    def wait(self, predicate: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + self.timeout
+        while True:
+            self.drain()
+            if predicate():
+                return
+            if time.monotonic() >= deadline:
+                pytest.fail(f"{self.kind}: timed out after {self.timeout:g} s waiting for {what}")
+            self.tick()
+
+    def declare(self, capabilities: frozenset[Capability]) -> None:
+        assert self.slurm is not None
+        self.slurm.capabilities = capabilities
+
+    def teardown(self) -> None:
+        assert self.slurm is not None
+        ids = [self.slurm.slurm_id(j) for j in list(self.slurm._mine)]
+        for slurm_id in ids:
+            if slurm_id is not None:
+                self.testbed.exec("vu", ["scancel", str(slurm_id)])
+        try:
+            self.wait(lambda: self._all_ended(ids), "the contract's jobs to leave the queue")
+        finally:
+            self.rm.close()
+
+    def _all_ended(self, ids: list[int | None]) -> bool:
+        out = self.testbed.exec("vu", ["squeue", "-h", "-o", "%i", "-t", "PD,R,CG,CF"],
+                                check=True).stdout
+        live = {line.strip() for line in out.splitlines()}
+        return not any(str(i) in live for i in ids if i is not None)
+
+
+def testbed_driver(testbed: Any, workdir: Path) -> TestbedDriver:
+    """A SlurmCluster on site ``vu`` of a testbed that is up, with a run tag of its own."""
+    from malleable.adapters.slurm.sites import ctl_for
+    from malleable.config import load_config
+
+    path = workdir / "clusters.toml"
+    path.write_text(testbed.config_toml())
+    config = load_config(path).site("vu")
+    cluster = SlurmCluster("vu", ctl_for(config), ScaledClock(time.time(), 1.0),
+                           f"ct{secrets.token_hex(3)}", Payload(time_scale=1.0))
+    return TestbedDriver("slurm-testbed", cluster, testbed=testbed, slurm=cluster)
+
+
+FACTORIES: dict[str, Callable[[], Driver]] = {
+    "sim": sim_driver,
+    "slurm-fake": slurm_fake_driver,
+    "mpi-fake": mpi_fake_driver,
+    "mpi-fake-sleepers": mpi_sleepers_driver,
+}
+
+
+STATES_AFTER_CANCEL = frozenset({JobState.CANCELLED, JobState.FAILED, JobState.TIMEOUT})

@@ -1,0 +1,221 @@
+"""A fake Slurm site for the tests: a CommandRunner that answers the adapter's argv in
+Slurm 22.05's formats (the JSON shapes of the recorded output in tests/data/slurm/).
+
+It models what the adapter relies on: whole-node allocation, sbatch/salloc/scancel,
+``scontrol update NumNodes`` (shrink, ``0`` on a helper, ``ALL`` on the expanded job),
+``scontrol -o show job``, ``squeue --json``/``sinfo --json`` in one call, and ``sacct``.
+``refuse`` makes the next matching update fail with a given message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from malleable.adapters.shell import CommandError, Result
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
+_TEMPLATE_JOB = json.loads((DATA / "squeue_after_resizes.json").read_text())["jobs"][1]
+_TEMPLATE_NODE = json.loads((DATA / "sinfo_4_idle.json").read_text())["nodes"][0]
+
+
+@dataclass
+class FakeJob:
+    job_id: int
+    name: str
+    comment: str
+    want: int
+    state: str = "PENDING"
+    nodes: list[str] = field(default_factory=list)
+    submit: int = 0
+    start: int = 0
+    end: int = 0
+    expand_of: int | None = None
+    given: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FakeSlurm:
+    node_names: list[str]
+    now: int = 1_800_000_000
+    jobs: dict[int, FakeJob] = field(default_factory=dict)
+    calls: list[list[str]] = field(default_factory=list)
+    scripts: dict[int, str] = field(default_factory=dict)
+    refuse: dict[str, str] = field(default_factory=dict)
+    purged: set[int] = field(default_factory=set)
+    accounting: bool = True
+    _next: int = 100
+
+    # ------------------------------------------------------------ CommandRunner
+
+    def run(self, argv: Sequence[str], timeout: float, *, input: str | None = None,
+            check: bool = True) -> Result:
+        args = list(argv)
+        self.calls.append(args)
+        result = self._dispatch(args, input)
+        if check and result.rc != 0:
+            raise CommandError(args, result.rc, result.stdout, result.stderr)
+        return result
+
+    def close(self) -> None:
+        pass
+
+    # ------------------------------------------------------------ the site
+
+    def free(self) -> list[str]:
+        used = {n for j in self.jobs.values() if j.state == "RUNNING" for n in j.nodes}
+        return [n for n in self.node_names if n not in used]
+
+    def add_job(self, nodes: int, comment: str = "", name: str = "bg") -> FakeJob:
+        job = self._new(name, comment, nodes)
+        self._schedule()
+        return job
+
+    def finish(self, job_id: int, state: str = "COMPLETED") -> None:
+        job = self.jobs[job_id]
+        job.state, job.end = state, self.now
+        self._schedule()
+
+    def _new(self, name: str, comment: str, want: int) -> FakeJob:
+        self._next += 1
+        job = FakeJob(self._next, name, comment, want, submit=self.now)
+        self.jobs[job.job_id] = job
+        return job
+
+    def _schedule(self) -> None:
+        for job in self.jobs.values():
+            free = self.free()
+            if job.state == "PENDING" and len(free) >= job.want:
+                job.state, job.start, job.nodes = "RUNNING", self.now, free[:job.want]
+
+    # ------------------------------------------------------------ commands
+
+    def _dispatch(self, args: list[str], input: str | None) -> Result:
+        if args[:2] == ["sh", "-c"]:
+            return Result(0, self._sinfo() + "\n@@malleable:squeue@@\n" + self._squeue(), "")
+        if args[:4] == ["scontrol", "-o", "show", "job"]:
+            job = self.jobs.get(int(args[4]))
+            if job is None or job.job_id in self.purged:
+                return Result(1, "", "slurm_load_jobs error: Invalid job id specified\n")
+            return Result(0, self._line(job) + "\n", "")
+        if args[:2] == ["scontrol", "update"]:
+            return self._update(int(args[2].split("=")[1]), args[3].split("=")[1])
+        if args[0] == "sbatch":
+            return self._sbatch(args, input or "")
+        if args[0] == "salloc":
+            return self._salloc(args)
+        if args[0] == "scancel":
+            job = self.jobs.get(int(args[1]))
+            if job is None:
+                return Result(1, "", "scancel: error: Invalid job id specified\n")
+            if job.state in ("RUNNING", "PENDING"):
+                self.finish(job.job_id, "CANCELLED")
+            return Result(0, "", "")
+        if args[:3] == ["env", "SLURM_TIME_FORMAT=%s", "sacct"]:
+            return Result(0, self._sacct(args[-1].split("=")[1]), "")
+        if args[0] == "rm":
+            return Result(0, "", "")
+        return Result(127, "", f"fake slurm: unknown command {args}")
+
+    def _option(self, args: list[str], name: str) -> str:
+        for arg in args:
+            if arg.startswith(f"--{name}="):
+                return arg.split("=", 1)[1]
+        return ""
+
+    def _sbatch(self, args: list[str], script: str) -> Result:
+        job = self._new(self._option(args, "job-name"), self._option(args, "comment"),
+                        int(self._option(args, "nodes")))
+        self.scripts[job.job_id] = script
+        self._schedule()
+        return Result(0, f"{job.job_id}\n", "")
+
+    def _salloc(self, args: list[str]) -> Result:
+        want = int(self._option(args, "nodes"))
+        target = int(self._option(args, "dependency").split(":")[1])
+        if len(self.free()) < want:
+            self._next += 1
+            recorded = (DATA / "salloc_refused_busy.stderr").read_text()
+            return Result(1, "", recorded.replace("6", str(self._next)))
+        job = self._new(self._option(args, "job-name"), self._option(args, "comment"), want)
+        job.expand_of = target
+        self._schedule()
+        return Result(0, "", f"salloc: Granted job allocation {job.job_id}\n")
+
+    def _update(self, job_id: int, value: str) -> Result:
+        message = self.refuse.pop(value, None)
+        if message is not None:
+            return Result(1, "", f"{message}\n")
+        job = self.jobs[job_id]
+        if value == "0":
+            if job.expand_of is None:
+                return Result(1, "", "slurm_update error: Invalid node count specified\n")
+            self.jobs[job.expand_of].given += job.nodes
+            job.nodes, job.state, job.end = [], "COMPLETED", self.now
+        elif value == "ALL":
+            job.nodes, job.given = job.nodes + job.given, []
+        else:
+            n = int(value)
+            if n > len(job.nodes):
+                return Result(1, "", "slurm_update error: Requested operation not supported "
+                                     "on this system\n")
+            job.nodes = job.nodes[:n]
+        self._schedule()
+        return Result(0, "", "")
+
+    # ------------------------------------------------------------ output
+
+    def _squeue(self) -> str:
+        jobs = []
+        for job in self.jobs.values():
+            if job.job_id in self.purged:
+                continue
+            raw = dict(_TEMPLATE_JOB)
+            raw.update(job_id=job.job_id, name=job.name, comment=job.comment,
+                       job_state=job.state, node_count=len(job.nodes) or job.want,
+                       nodes=_hostlist(job.nodes), submit_time=job.submit,
+                       start_time=job.start, end_time=job.end, user_name="malleable")
+            jobs.append(raw)
+        return json.dumps({"meta": {}, "errors": [], "jobs": jobs})
+
+    def _sinfo(self) -> str:
+        busy = {n for j in self.jobs.values() if j.state == "RUNNING" for n in j.nodes}
+        nodes = []
+        for name in self.node_names:
+            raw = dict(_TEMPLATE_NODE)
+            raw.update(name=name, state="allocated" if name in busy else "idle")
+            nodes.append(raw)
+        return json.dumps({"meta": {}, "errors": [], "nodes": nodes})
+
+    def _line(self, job: FakeJob) -> str:
+        count = len(job.nodes) or job.want
+        return (f"JobId={job.job_id} JobName={job.name} UserId=malleable(2000) "
+                f"JobState={job.state} Reason=None NodeList={_hostlist(job.nodes) or '(null)'} "
+                f"NumNodes={count} NumCPUs={count} Comment={job.comment or '(null)'} "
+                f"TRES=cpu={count},node={count} Power=")
+
+    def _sacct(self, ids: str) -> str:
+        lines = ["JobID|JobName|State|NNodes|Start|End"]
+        if self.accounting:
+            for job_id in (int(i) for i in ids.split(",")):
+                job = self.jobs.get(job_id)
+                if job is not None:
+                    lines.append(f"{job.job_id}|{job.name}|{job.state}|{len(job.nodes)}|"
+                                 f"{job.start}|{job.end}")
+        return "\n".join(lines) + "\n"
+
+
+def _hostlist(nodes: list[str]) -> str:
+    return ",".join(nodes)
+
+
+def node_names(count: int) -> list[str]:
+    return [f"n{i:03d}" for i in range(1, count + 1)]
+
+
+def job_number(line: str) -> int:
+    found = re.search(r"JobId=(\d+)", line)
+    return int(found.group(1)) if found else -1
