@@ -12,7 +12,7 @@ from malleable.policies.base import (
     next_action,
     relay,
 )
-from tests.helpers import cluster, rigid
+from tests.fakes.builders import cluster, rigid
 
 
 def test_answered_counts_none_as_zero() -> None:
