@@ -14,11 +14,11 @@ import json
 import sys
 from dataclasses import asdict
 
-from malleable.coorm.apps import Amdahl, App, Cem, Rigid
 from malleable.coorm.client import run_launcher
 from malleable.coorm.launchers import Launcher
 from malleable.coorm.protocol import Filter
 from malleable.errors import InputError
+from malleable.workloads.coorm_apps import Amdahl, App, Cem, Rigid
 
 
 def add_launch_arguments(p: argparse.ArgumentParser) -> None:

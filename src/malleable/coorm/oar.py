@@ -18,13 +18,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from malleable.coorm.apps import Cem
 from malleable.coorm.profile import INF, Profile
-from malleable.coorm.protocol import StartNotify
+from malleable.coorm.protocol import Filter, StartNotify
 from malleable.coorm.resources import Platform
 from malleable.coorm.selection import best_single_cluster
-from malleable.coorm.sim import JobResult, SimJob, SimResult, Traffic, at, wake_at
+from malleable.coorm.sim import JobResult, SimResult, Traffic, at, wake_at
 from malleable.sim.engine import ARRIVAL, END, Engine
+from malleable.workloads.coorm import SimJob
+from malleable.workloads.coorm_apps import Cem
 
 
 @dataclass(slots=True)
@@ -34,11 +35,15 @@ class _Running:
     deadline: float
 
 
+def _filter(job: SimJob) -> Filter:
+    return job.filter or Filter()
+
+
 def submission_bytes(job: SimJob, platform: Platform) -> tuple[int, int]:
     """(JSON, CDR-like) bytes of a job submission listing every configuration."""
     configs = []
     for info in platform.clusters:
-        if not job.filter.accepts(info):
+        if not _filter(job).accepts(info):
             continue
         app = job.app
         if isinstance(app, Cem):
@@ -148,7 +153,8 @@ class OarSimulation:
         for job in self._waiting:
             if isinstance(job.app, Cem):
                 raise ValueError("the OAR-like baseline cannot schedule CEM applications")
-            clusters = [c.cid for c in self.platform.clusters if job.filter.accepts(c)]
+            accepts = _filter(job).accepts
+            clusters = [c.cid for c in self.platform.clusters if accepts(c)]
             choice = best_single_cluster(job.app, profiles, self.platform, clusters, now)
             self.computed += choice.evaluated
             if choice.start == INF:

@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from malleable.coorm.apps import App
 from malleable.coorm.core import CooRMCore, CoreConfig
 from malleable.coorm.launchers import Launcher
 from malleable.coorm.protocol import (
@@ -28,7 +27,6 @@ from malleable.coorm.protocol import (
     ClustersInfo,
     Done,
     Error,
-    Filter,
     InterClusterInfo,
     KillNotify,
     ListClustersInfo,
@@ -42,6 +40,7 @@ from malleable.coorm.protocol import (
 )
 from malleable.coorm.resources import Platform
 from malleable.sim.engine import ARRIVAL, END, TIMER, Engine
+from malleable.workloads.coorm import SimJob
 
 logger = logging.getLogger(__name__)
 
@@ -49,17 +48,6 @@ logger = logging.getLogger(__name__)
 RMS = TIMER + 1
 #: Policy runs allowed at one simulated instant before we call it a livelock.
 MAX_RUNS_PER_INSTANT = 100_000
-
-
-@dataclass(frozen=True, slots=True)
-class SimJob:
-    """One application of a workload."""
-
-    name: str
-    submit: float
-    app: App
-    filter: Filter = field(default_factory=Filter)
-    adaptation_delay: float = 0.0
 
 
 @dataclass(slots=True)
@@ -181,7 +169,7 @@ class CooRMSimulation:
 
     def _arrive(self, job: SimJob, now: float) -> None:
         launcher = Launcher(job.name, job.app, job.filter, job.adaptation_delay)
-        msg = Subscribe(filter=job.filter, name=job.name)
+        msg = Subscribe(filter=launcher.filter, name=job.name)
         self.traffic.count(msg)
         app_id = self.core.subscribe(msg, now)
         self._launchers[app_id] = launcher
