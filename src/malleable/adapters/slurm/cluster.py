@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
 
-from malleable.adapters.slurm import meta
+import malleable.adapters.slurm.meta as meta
 from malleable.adapters.slurm.ctl import Poll, SlurmCtl
 from malleable.adapters.slurm.parse import SlurmJob, holds_nodes
 from malleable.adapters.slurm.payload import Payload
