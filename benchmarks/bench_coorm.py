@@ -25,7 +25,7 @@ from malleable.coorm.protocol import ListClustersInfo, Request, decode, encode
 from malleable.coorm.resources import paper_platform
 from malleable.coorm.service import CooRMService
 from malleable.coorm.sim import simulate_coorm
-from malleable.coorm.workloads import legacy_jobs, workload
+from malleable.workloads.coorm import legacy_jobs, workload
 
 
 def policy_runs_per_second(clusters: int, apps: int, seconds: float) -> float:

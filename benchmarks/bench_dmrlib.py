@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from malleable.experiments.dmrlib import VERSIONS
-from malleable.experiments.dmrlib_study import Setup, run
+from malleable.experiments.dmrlib.results import VERSIONS
+from malleable.experiments.dmrlib.study import Setup, run
 from malleable.workloads.dmrlib import Version, draw
 
 

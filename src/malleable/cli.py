@@ -29,7 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "malleable.commands.testbed",
     "malleable.commands.resize",
     "malleable.commands.manager",
-    "malleable.coorm.command",
+    "malleable.commands.coorm",
     "malleable.commands.app",
 )
 

@@ -22,13 +22,13 @@ import pytest
 
 import malleable
 from malleable.config import load_config
-from malleable.coorm.apps import Rigid
 from malleable.coorm.client import LaunchResult, run_launcher
 from malleable.coorm.core import CoreConfig
 from malleable.coorm.launchers import Launcher
 from malleable.coorm.real import SlurmCoorm, real_core
 from malleable.coorm.service import CooRMService
 from malleable.testbed import Testbed
+from malleable.workloads.coorm_apps import Rigid
 from tests.fakes.waits import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]

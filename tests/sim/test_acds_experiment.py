@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from malleable.cli import main
-from malleable.experiments.acds_figures import FILES
-from malleable.experiments.acds_plan import Results, Settings, run_all
+from malleable.experiments.acds.figures import FILES
+from malleable.experiments.acds.plan import Results, Settings, run_all
 
 
 def test_quick_sweep_writes_every_figure_the_report_and_the_key_numbers(

@@ -138,7 +138,7 @@ def test_launcher_reports_an_unreachable_service() -> None:
 
 @pytest.mark.parametrize("endpoint", ["nonsense", "host:port"])
 def test_bad_endpoint_is_an_input_error(endpoint: str) -> None:
-    from malleable.coorm.command import parse_endpoint
+    from malleable.coorm.launch import parse_endpoint
     from malleable.errors import InputError
 
     with pytest.raises(InputError, match="HOST:PORT"):
@@ -178,7 +178,7 @@ def test_cli_service_and_a_command_payload() -> None:
 def test_launch_options_are_validated() -> None:
     import argparse
 
-    from malleable.coorm.command import add_launch_arguments, build_launcher
+    from malleable.coorm.launch import add_launch_arguments, build_launcher
     from malleable.errors import InputError
 
     parser = argparse.ArgumentParser()

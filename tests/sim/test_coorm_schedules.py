@@ -6,12 +6,13 @@ import random
 
 import pytest
 
-from malleable.coorm.apps import Amdahl, App, Rigid
 from malleable.coorm.core import CoreConfig
 from malleable.coorm.oar import simulate_oar
 from malleable.coorm.protocol import ClusterInfo, Filter, Link
 from malleable.coorm.resources import Platform, paper_platform
-from malleable.coorm.sim import SimJob, simulate_coorm
+from malleable.coorm.sim import simulate_coorm
+from malleable.workloads.coorm import SimJob
+from malleable.workloads.coorm_apps import Amdahl, App, Rigid
 
 
 def _random_jobs(seed: int, count: int, max_hosts: int) -> list[SimJob]:

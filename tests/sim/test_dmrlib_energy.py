@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from malleable.experiments.dmrlib_study import Setup, measure, running_series
+from malleable.experiments.dmrlib.study import Setup, measure, running_series
 from malleable.metrics.energy import allocation_rate, busy_area, energy_kwh
 from malleable.model import Cluster, JobKind, JobSpec
 from malleable.policies.easy import EasyPolicy

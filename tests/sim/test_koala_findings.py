@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from malleable.experiments import koala_stats as st
-from malleable.experiments.koala_findings import FINDINGS, evaluate, verdict
-from malleable.experiments.koala_runs import (
+from malleable.experiments.koala import stats as st
+from malleable.experiments.koala.findings import FINDINGS, evaluate, verdict
+from malleable.experiments.koala.runs import (
     BASELINE,
     FIG7,
     FIG8,

@@ -9,7 +9,7 @@ import pytest
 
 from malleable.cli import main
 from malleable.errors import InputError
-from malleable.experiments.coorm import parse_clusters, parse_delays
+from malleable.experiments.coorm.experiment import parse_clusters, parse_delays
 
 
 def test_quick_run_writes_figures_report_and_json(tmp_path: Path,

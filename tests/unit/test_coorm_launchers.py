@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from malleable.coorm.apps import Amdahl, Cem, Rigid
 from malleable.coorm.launchers import Launcher
 from malleable.coorm.profile import Profile
 from malleable.coorm.protocol import AVAILABILITY, Change
 from malleable.coorm.resources import paper_platform, wan_latency
 from malleable.coorm.selection import best_single_cluster, cem_select
+from malleable.workloads.coorm_apps import Amdahl, Cem, Rigid
 
 
 def _launcher(app: Rigid | Amdahl | Cem, n_clusters: int = 2, hosts: int = 8) -> Launcher:

@@ -7,8 +7,8 @@ from statistics import mean
 
 import pytest
 
-from malleable.coorm.workloads import legacy_jobs, swf_jobs, workload
 from malleable.errors import InputError
+from malleable.workloads.coorm import legacy_jobs, swf_jobs, workload
 
 
 def test_legacy_model_is_reproducible_and_plausible() -> None:

@@ -13,7 +13,6 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from malleable.coorm.apps import App, Cem
 from malleable.coorm.profile import Profile, Steps
 from malleable.coorm.protocol import (
     AVAILABILITY,
@@ -25,6 +24,7 @@ from malleable.coorm.protocol import (
 )
 from malleable.coorm.resources import Platform
 from malleable.coorm.selection import Choice, best_single_cluster, cem_select
+from malleable.workloads.coorm_apps import App, Cem
 
 logger = logging.getLogger(__name__)
 

@@ -12,21 +12,20 @@ CooRM's fair-start delay to compare schedules one for one).
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from malleable.coorm.apps import Cem
 from malleable.coorm.profile import INF, Profile
-from malleable.coorm.protocol import StartNotify
+from malleable.coorm.protocol import Filter, StartNotify
 from malleable.coorm.resources import Platform
 from malleable.coorm.selection import best_single_cluster
-from malleable.coorm.sim import ARRIVAL, END, RMS, Event, JobResult, SimJob, SimResult, Traffic
-from malleable.coorm.sim import run_instant as _run_instant
+from malleable.coorm.sim import JobResult, SimResult, Traffic, at, wake_at
+from malleable.sim.engine import ARRIVAL, END, Engine
+from malleable.workloads.coorm import SimJob
+from malleable.workloads.coorm_apps import Cem
 
 
 @dataclass(slots=True)
@@ -36,11 +35,15 @@ class _Running:
     deadline: float
 
 
+def _filter(job: SimJob) -> Filter:
+    return job.filter or Filter()
+
+
 def submission_bytes(job: SimJob, platform: Platform) -> tuple[int, int]:
     """(JSON, CDR-like) bytes of a job submission listing every configuration."""
     configs = []
     for info in platform.clusters:
-        if not job.filter.accepts(info):
+        if not _filter(job).accepts(info):
             continue
         app = job.app
         if isinstance(app, Cem):
@@ -78,23 +81,20 @@ class OarSimulation:
         self._planned: dict[str, float] = {}
         self._dirty = False
         self._last = -INF
-        self._heap: list[Event] = []
-        self._seq = itertools.count()
+        self._engine = Engine(0.0)
         self._wakeups: set[float] = set()
 
     def run(self) -> SimResult:
         started = time.process_time()
         for job in self.jobs:
             self._push(job.submit, ARRIVAL, partial(self._arrive, job))
-        while self._heap:
-            now = _run_instant(self._heap)
-            self._settle(now)
+        self._engine.run(self._settle)
         return SimResult("oar", list(self.results.values()), computed=self.computed,
                          evaluated=self.computed, traffic=self.traffic,
                          policy_runs=self.passes, cpu_time=time.process_time() - started)
 
     def _push(self, t: float, prio: int, action: Callable[[float], None]) -> None:
-        heapq.heappush(self._heap, (t, prio, next(self._seq), action))
+        at(self._engine, t, prio, action)
 
     def _arrive(self, job: SimJob, now: float) -> None:
         json_len, cdr_len = submission_bytes(job, self.platform)
@@ -119,7 +119,8 @@ class OarSimulation:
         self.free[cid].extend(rids)
         self.free[cid].sort()
 
-    def _settle(self, now: float) -> None:
+    def _settle(self, now: float) -> bool:
+        """The engine's step hook: the scheduler runs last at each instant."""
         kept = []
         for release, cid, rids in self._holds:
             if release <= now:
@@ -135,10 +136,8 @@ class OarSimulation:
         times = [r for r, _, _ in self._holds] + list(self._planned.values())
         if self._dirty:
             times.append(self._last + self.interval)
-        wake = min(times, default=INF)
-        if now < wake < INF and wake not in self._wakeups:
-            self._wakeups.add(wake)
-            self._push(wake, RMS, self._wakeups.discard)
+        wake_at(self._engine, self._wakeups, now, min(times, default=INF))
+        return True
 
     def _pass(self, now: float) -> None:
         self._dirty = False
@@ -154,7 +153,8 @@ class OarSimulation:
         for job in self._waiting:
             if isinstance(job.app, Cem):
                 raise ValueError("the OAR-like baseline cannot schedule CEM applications")
-            clusters = [c.cid for c in self.platform.clusters if job.filter.accepts(c)]
+            accepts = _filter(job).accepts
+            clusters = [c.cid for c in self.platform.clusters if accepts(c)]
             choice = best_single_cluster(job.app, profiles, self.platform, clusters, now)
             self.computed += choice.evaluated
             if choice.start == INF:

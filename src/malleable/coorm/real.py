@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 
 from malleable.adapters.slurm import Payload, SlurmCluster
 from malleable.adapters.slurm.ctl import Poll
-from malleable.adapters.slurm.parse import SlurmJob
+from malleable.adapters.slurm.parse import holds_nodes
 from malleable.adapters.slurm.sites import ctl_for
 from malleable.clock import ScaledClock
 from malleable.config import ClustersConfig
@@ -44,8 +44,6 @@ logger = logging.getLogger(__name__)
 
 #: How far the service clock may drift from the wall clock before CAPs are re-based.
 STABLE_OFFSET = 1.0
-
-_HOLDING = ("RUNNING", "CONFIGURING", "SUSPENDED", "COMPLETING")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,11 +78,6 @@ def site_sizes(rids: Mapping[str, Sequence[str]], sites: Sequence[str]) -> dict[
     return out
 
 
-def _holds_nodes(job: SlurmJob) -> bool:
-    base = job.state_raw.split()[0] if job.state_raw else ""
-    return base in _HOLDING and job.nodes > 0
-
-
 def busy_from_poll(cid: str, poll: Poll, now: float, offset: float, *,
                    reserve: int = 0, partition: str | None = None,
                    managed: frozenset[int] | set[int] = frozenset()) -> list[Busy]:
@@ -103,7 +96,7 @@ def busy_from_poll(cid: str, poll: Poll, now: float, offset: float, *,
     for job in poll.jobs:
         if partition is not None and job.partition and job.partition != partition:
             continue
-        if not _holds_nodes(job):
+        if not holds_nodes(job):  # a completing job's nodes count until its end
             continue
         listed += job.nodes
         if job.job_id in managed:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from malleable.coorm.apps import Cem, Rigid, SingleClusterApp
 from malleable.coorm.profile import INF, Profile, first_fit_multi
 from malleable.coorm.resources import Platform
+from malleable.workloads.coorm_apps import Cem, Rigid, SingleClusterApp
 
 #: The CEM heuristic tries at most this many candidate start times.
 CEM_CANDIDATES = 16

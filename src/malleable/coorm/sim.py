@@ -5,14 +5,14 @@ they have an adaptation delay, as in section IV. Every message goes through the
 protocol's encoder so that its size is counted exactly as it would travel (JSON
 bytes) and as the paper measured it (a CDR-like estimate).
 
-Events at the same time run in this order: application ends, arrivals, launcher
-timers, then the RMS (the OAR-like baseline uses the same order).
+Both run on the simulator's :class:`~malleable.sim.engine.Engine`. Events at the
+same time run in this order: application ends, arrivals, launcher timers; then the
+RMS runs last at that instant, as the engine's step hook (the OAR-like baseline
+uses the same order).
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import logging
 import math
 import time
@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from malleable.coorm.apps import App
 from malleable.coorm.core import CooRMCore, CoreConfig
 from malleable.coorm.launchers import Launcher
 from malleable.coorm.protocol import (
@@ -28,7 +27,6 @@ from malleable.coorm.protocol import (
     ClustersInfo,
     Done,
     Error,
-    Filter,
     InterClusterInfo,
     KillNotify,
     ListClustersInfo,
@@ -41,23 +39,15 @@ from malleable.coorm.protocol import (
     encode,
 )
 from malleable.coorm.resources import Platform
+from malleable.sim.engine import ARRIVAL, END, TIMER, Engine
+from malleable.workloads.coorm import SimJob
 
 logger = logging.getLogger(__name__)
 
-END, ARRIVAL, TIMER, RMS = 0, 1, 2, 3
+#: The RMS's wake-up events come after every other event of their instant.
+RMS = TIMER + 1
 #: Policy runs allowed at one simulated instant before we call it a livelock.
 MAX_RUNS_PER_INSTANT = 100_000
-
-
-@dataclass(frozen=True, slots=True)
-class SimJob:
-    """One application of a workload."""
-
-    name: str
-    submit: float
-    app: App
-    filter: Filter = field(default_factory=Filter)
-    adaptation_delay: float = 0.0
 
 
 @dataclass(slots=True)
@@ -115,17 +105,16 @@ class SimResult:
         return max(ends, default=0.0)
 
 
-Event = tuple[float, int, int, Callable[[float], None]]
+def at(engine: Engine, t: float, prio: int, action: Callable[[float], None]) -> None:
+    """Schedule ``action(t)`` on ``engine`` at ``t``."""
+    engine.at(t, partial(action, t), prio)
 
 
-def run_instant(heap: list[Event]) -> float:
-    """Run the next event and every other non-RMS event at the same time; that time."""
-    now, prio, _, action = heapq.heappop(heap)
-    action(now)
-    while heap and heap[0][0] == now and heap[0][1] < RMS and prio < RMS:
-        _, prio, _, action = heapq.heappop(heap)
-        action(now)
-    return now
+def wake_at(engine: Engine, wakeups: set[float], now: float, wake: float) -> None:
+    """An RMS wake-up at ``wake`` (once per instant) if it lies ahead of ``now``."""
+    if now < wake < math.inf and wake not in wakeups:
+        wakeups.add(wake)
+        at(engine, wake, RMS, wakeups.discard)
 
 
 class CooRMSimulation:
@@ -137,8 +126,7 @@ class CooRMSimulation:
         self.jobs = list(jobs)
         self.traffic = Traffic(json=count_json)
         self.results = {j.name: JobResult(j.name, j.app.kind, j.submit) for j in self.jobs}
-        self._heap: list[Event] = []
-        self._seq = itertools.count()
+        self._engine = Engine(0.0)
         self._launchers: dict[str, Launcher] = {}
         self._names: dict[str, str] = {}
         self._timers: set[str] = set()
@@ -148,9 +136,7 @@ class CooRMSimulation:
         started = time.process_time()
         for job in self.jobs:
             self._push(job.submit, ARRIVAL, partial(self._arrive, job))
-        while self._heap:
-            now = run_instant(self._heap)
-            self._pump(now)
+        self._engine.run(self._pump)
         cpu = time.process_time() - started
         stats = [la.stats for la in self._launchers.values()]
         return SimResult("coorm", list(self.results.values()),
@@ -161,9 +147,10 @@ class CooRMSimulation:
     # ---------------------------------------------------------------- plumbing
 
     def _push(self, t: float, prio: int, action: Callable[[float], None]) -> None:
-        heapq.heappush(self._heap, (t, prio, next(self._seq), action))
+        at(self._engine, t, prio, action)
 
-    def _pump(self, now: float) -> None:
+    def _pump(self, now: float) -> bool:
+        """The engine's step hook: the RMS runs last at each instant."""
         for _ in range(MAX_RUNS_PER_INSTANT):
             if not self.core.due(now):
                 break
@@ -171,10 +158,8 @@ class CooRMSimulation:
                 self._deliver(app_id, msg, now)
         else:
             raise RuntimeError(f"the RMS did not settle at t={now}")
-        wake = self.core.next_wakeup()
-        if now < wake < math.inf and wake not in self._wakeups:
-            self._wakeups.add(wake)
-            self._push(wake, RMS, self._wakeups.discard)
+        wake_at(self._engine, self._wakeups, now, self.core.next_wakeup())
+        return True
 
     def _send(self, app_id: str, msg: Message, now: float) -> None:
         self.traffic.count(msg)
@@ -184,7 +169,7 @@ class CooRMSimulation:
 
     def _arrive(self, job: SimJob, now: float) -> None:
         launcher = Launcher(job.name, job.app, job.filter, job.adaptation_delay)
-        msg = Subscribe(filter=job.filter, name=job.name)
+        msg = Subscribe(filter=launcher.filter, name=job.name)
         self.traffic.count(msg)
         app_id = self.core.subscribe(msg, now)
         self._launchers[app_id] = launcher

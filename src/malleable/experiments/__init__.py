@@ -1,6 +1,7 @@
-"""Reproductions of the published experiments, one module per paper.
+"""Reproductions of the published experiments, one subpackage per paper.
 
-Each module named in :data:`EXPERIMENTS` exposes::
+``koala/``, ``dmrlib/``, ``acds/`` and ``coorm/``; each has an ``experiment`` module,
+named in :data:`EXPERIMENTS`, that exposes::
 
     def add_arguments(parser: argparse.ArgumentParser) -> None  # its own options
     def run(args: argparse.Namespace) -> int                     # exit code
@@ -13,12 +14,12 @@ from __future__ import annotations
 
 #: experiment name -> (module, one-line description)
 EXPERIMENTS: dict[str, tuple[str, str]] = {
-    "koala": ("malleable.experiments.koala",
+    "koala": ("malleable.experiments.koala.experiment",
               "KOALA FPSMA/EGS under PRA and PWA on DAS-3 (Figs. 7 and 8)"),
-    "coorm": ("malleable.experiments.coorm",
+    "coorm": ("malleable.experiments.coorm.experiment",
               "CooRM views vs an OAR-like moldable scheduler (Figs. 6 and 7)"),
-    "acds": ("malleable.experiments.acds",
+    "acds": ("malleable.experiments.acds.experiment",
              "AC-DS, AG-DS and EQUI-EQUI over scheduler trees (Figs. 4 to 8)"),
-    "dmrlib": ("malleable.experiments.dmrlib",
+    "dmrlib": ("malleable.experiments.dmrlib.experiment",
                "DMRlib workload study: fixed, moldable, malleable, flexible jobs"),
 }

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from malleable.adapters.slurm import meta
+import malleable.adapters.slurm.meta as meta
 from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.adapters.slurm.resize import Outcome, Resizer
 from malleable.errors import ExternalError

@@ -17,8 +17,10 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+import malleable.testbed.images as images
+import malleable.testbed.info as info
+import malleable.testbed.secrets as secrets
 from malleable.errors import ExternalError, InputError
-from malleable.testbed import images, info, secrets
 from malleable.testbed.compose import compose_project
 from malleable.testbed.slurmconf import PARTITION, render_slurm_conf, render_slurmdbd_conf
 from malleable.testbed.state import Record, read_record, write_record

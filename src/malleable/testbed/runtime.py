@@ -15,8 +15,9 @@ import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import malleable.testbed.clusters as clusters
+import malleable.testbed.info as info
 from malleable.errors import ExternalError, InputError
-from malleable.testbed import clusters, info
 from malleable.testbed.compose import LABEL_TESTBED, check_name, project_name
 from malleable.testbed.docker import Docker, Result
 from malleable.testbed.info import Container, SiteEndpoint, SiteStatus, TestbedStatus
@@ -177,19 +178,19 @@ class Testbed:
     def up(self, topology: Topology, *, base_image: str | None = None, rebuild: bool = False,
            timeout: float = 600.0, progress: Progress | None = None) -> TestbedStatus:
         """Bring the testbed up (idempotent for the same topology); return its status."""
-        from malleable.testbed import bringup
+        import malleable.testbed.bringup as bringup
 
         return bringup.up(self, topology, base_image=base_image, rebuild=rebuild,
                           timeout=timeout, progress=progress)
 
     def down(self, *, timeout: float = 120.0) -> None:
         """Cancel every job, then remove containers, network and state (secrets included)."""
-        from malleable.testbed import bringup
+        import malleable.testbed.bringup as bringup
 
         bringup.down(self, timeout=timeout)
 
     def diagnostics(self) -> str:
         """sinfo, squeue and log tails of every site, as text (for failed bring-ups)."""
-        from malleable.testbed import bringup
+        import malleable.testbed.bringup as bringup
 
         return bringup.diagnostics(self)

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
 
-from malleable.adapters.slurm import meta
+import malleable.adapters.slurm.meta as meta
 from malleable.adapters.slurm.ctl import Poll, SlurmCtl
-from malleable.adapters.slurm.parse import SlurmJob
+from malleable.adapters.slurm.parse import SlurmJob, holds_nodes
 from malleable.adapters.slurm.payload import Payload
 from malleable.adapters.slurm.resize import Outcome, ResizeError, Resizer, ResizeResult
 from malleable.clock import Clock
@@ -151,7 +151,9 @@ class SlurmCluster:
                 continue
             if job.state is JobState.PENDING:
                 pending += 1
-            elif _holds_nodes(job):
+            elif holds_nodes(job) and not job.completing:
+                # A completing job's nodes are not idle, but it has ended: the policy
+                # must neither count it as running nor try to resize it.
                 entry = self._running(job)
                 running[entry.id] = entry
         return ClusterView(self.name, sum(n.in_service for n in nodes),
@@ -363,9 +365,3 @@ def _ran(job: SlurmJob) -> bool:
     if not job.state.finished or job.start_time is None or job.nodes < 1:
         return False
     return bool(job.node_list) or (job.end_time is not None and job.end_time > job.start_time)
-
-
-def _holds_nodes(job: SlurmJob) -> bool:
-    """Running (not completing) with nodes: what the policy may count and resize."""
-    base = job.state_raw.split()[0] if job.state_raw else ""
-    return base in ("RUNNING", "CONFIGURING", "SUSPENDED") and job.nodes > 0

@@ -8,7 +8,9 @@
 * ``sbatch --parsable`` and ``salloc`` messages -> job ids.
 
 Slurm job states map to :class:`~malleable.model.JobState` through :data:`JOB_STATES`;
-anything not in the table is ``UNKNOWN`` (never taken for completed).
+anything not in the table is ``UNKNOWN`` (never taken for completed). Whether a job holds
+nodes is :func:`holds_nodes` (:data:`HOLDING_STATES`), the one answer the adapter and
+CooRM's real views share.
 """
 
 from __future__ import annotations
@@ -49,6 +51,12 @@ JOB_STATES: Mapping[str, JobState] = {
     "SPECIAL_EXIT": JobState.FAILED,
 }
 
+#: Slurm base job states in which a job holds its nodes: it is starting on them
+#: (CONFIGURING), runs on them, is suspended on them, or its epilog still runs there
+#: (COMPLETING). RESIZING, STOPPED, SIGNALING and STAGE_OUT map to RUNNING above but are
+#: not listed (neither of the two former copies of this predicate listed them).
+HOLDING_STATES = frozenset({"CONFIGURING", "RUNNING", "SUSPENDED", "COMPLETING"})
+
 #: Node base states (sinfo) in which a node is in service.
 _IN_SERVICE = frozenset({"IDLE", "ALLOCATED", "MIXED", "COMPLETING"})
 #: Node flags that take a node out of the idle pool even when its base state is IDLE.
@@ -64,10 +72,19 @@ class ParseError(ValueError):
     """Output that does not have the expected shape."""
 
 
+def base_state(raw: str) -> str:
+    """The base of a Slurm job state, upper case (``CANCELLED by 0`` -> ``CANCELLED``)."""
+    return raw.strip().split()[0].upper() if raw.strip() else ""
+
+
 def map_state(raw: str) -> JobState:
     """The manager's state for a Slurm job state (``RUNNING``, ``CANCELLED by 0``...)."""
-    base = raw.strip().split()[0].upper() if raw.strip() else ""
-    return JOB_STATES.get(base, JobState.UNKNOWN)
+    return JOB_STATES.get(base_state(raw), JobState.UNKNOWN)
+
+
+def holds_nodes(job: SlurmJob) -> bool:
+    """Whether ``job`` holds nodes now: a state of :data:`HOLDING_STATES` and nodes > 0."""
+    return job.nodes > 0 and base_state(job.state_raw) in HOLDING_STATES
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +107,11 @@ class SlurmJob:
     @property
     def state(self) -> JobState:
         return map_state(self.state_raw)
+
+    @property
+    def completing(self) -> bool:
+        """Ended, its epilog still running on its nodes (they are not free yet)."""
+        return base_state(self.state_raw) == "COMPLETING"
 
 
 @dataclass(frozen=True, slots=True)

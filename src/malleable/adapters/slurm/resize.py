@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import malleable.adapters.slurm.meta as meta
 from malleable.adapters.shell import CommandError
-from malleable.adapters.slurm import meta
 from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.adapters.slurm.parse import SlurmJob
 from malleable.model import JobState

@@ -11,7 +11,7 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 
-from malleable.experiments.koala_runs import JobRow, Run
+from malleable.experiments.koala.runs import JobRow, Run
 
 Metric = Callable[[Run], float]
 INITIAL_SIZE = 2

@@ -4,6 +4,9 @@ Times are seconds on a cluster of speed 1; a cluster ``s`` times faster runs the
 same configuration in ``time / s``. Every model gives both the wall time a
 launcher requests (what the schedule reserves) and the run time it really takes
 (never more: a job that overran would be killed).
+
+The CEM's model reads the platform through :class:`Platform` (what
+:class:`malleable.coorm.resources.Platform` provides), so the models stay below CooRM.
 """
 
 from __future__ import annotations
@@ -11,11 +14,31 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from malleable.coorm.resources import Platform
+
+class ClusterModel(Protocol):
+    """What the CEM model reads of a cluster."""
+
+    @property
+    def speed(self) -> float: ...
+
+    @property
+    def san_latency(self) -> float: ...
+
+
+class Platform(Protocol):
+    """What the CEM model reads of the platform: clusters and the network between them."""
+
+    def info(self, cid: str) -> ClusterModel: ...
+
+    def latency(self, a: str, b: str) -> float: ...
+
+    @property
+    def bandwidth(self) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)

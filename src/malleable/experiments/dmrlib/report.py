@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from malleable.experiments.dmrlib import VERSIONS, Study
+from malleable.experiments.dmrlib.results import VERSIONS, Study
 from malleable.workloads.dmrlib import ALL, NONE, TABLE7_MIXES, Submission, Version
 from malleable.workloads.dmrlib_apps import APPS, CAP, NODES, gain_differences
 
@@ -151,12 +151,6 @@ def table7_markdown(study: Study) -> str:
             lines.append(f"| {sub} | {metric} | " + " | ".join(
                 f"{row[n]:.2f}" if n in row else "" for n in names) + " |")
     return "\n".join(lines) + "\n"
-
-
-def write_report(study: Study, out: Path) -> None:
-    from malleable.experiments.dmrlib_text import report_text
-
-    (out / "report.md").write_text(report_text(study), encoding="utf-8")
 
 
 def curve_table() -> str:

@@ -19,10 +19,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from malleable.errors import InputError
-from malleable.experiments.acds_figures import draw_all
-from malleable.experiments.acds_markdown import markdown
-from malleable.experiments.acds_plan import Chunk, Results, Settings, chunks, run_all
-from malleable.experiments.acds_report import key_numbers, verdicts
+from malleable.experiments.acds.figures import draw_all
+from malleable.experiments.acds.markdown import markdown
+from malleable.experiments.acds.plan import Chunk, Results, Settings, chunks, run_all
+from malleable.experiments.acds.report import key_numbers, verdicts
 from malleable.sim.quantum.jobs import DowneyParams
 
 logger = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from malleable.experiments.acds_plan import FEEDBACK, Results, Settings
+from malleable.experiments.acds.plan import FEEDBACK, Results, Settings
 from malleable.sim.quantum.engine import Algorithm
 
 FILES = {

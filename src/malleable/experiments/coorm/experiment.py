@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from malleable.errors import InputError
-from malleable.experiments.coorm_runs import RunOutcome, RunSpec, Setup, quartiles, run_one
+from malleable.experiments.coorm.runs import RunOutcome, RunSpec, Setup, quartiles, run_one
 
 SERIES: tuple[tuple[str, str], ...] = (("oar", "W0"), ("coorm", "W0"), ("coorm", "W1"),
                                        ("coorm", "W2"), ("coorm", "W3"))
@@ -80,8 +80,8 @@ def run(args: argparse.Namespace) -> int:
     outcomes = execute(plan, _progress_runner(plan))
     wall = time.monotonic() - started
     summary = summarise(plan, outcomes, wall)
-    from malleable.experiments.coorm_figures import draw_fig6, draw_fig7
-    from malleable.experiments.coorm_report import write_report
+    from malleable.experiments.coorm.figures import draw_fig6, draw_fig7
+    from malleable.experiments.coorm.report import write_report
 
     draw_fig6(summary, args.out / "fig6.png")
     draw_fig7(summary, args.out / "fig7.png")

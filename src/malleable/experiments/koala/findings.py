@@ -15,8 +15,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from malleable.experiments import koala_stats as st
-from malleable.experiments.koala_runs import FIG7, FIG8, Combo, Results, baseline_of
+from malleable.experiments.koala import stats as st
+from malleable.experiments.koala.runs import FIG7, FIG8, Combo, Results, baseline_of
 
 PRA_FPSMA_WM, PRA_EGS_WM, PRA_FPSMA_WMR, PRA_EGS_WMR = FIG7
 PWA_FPSMA_WM, PWA_EGS_WM, PWA_FPSMA_WMR, PWA_EGS_WMR = FIG8

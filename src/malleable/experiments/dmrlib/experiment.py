@@ -13,8 +13,6 @@ import json
 import logging
 import math
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +20,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from malleable.errors import InputError
-from malleable.experiments.dmrlib_study import Outcome, Setup, average
-from malleable.experiments.dmrlib_study import run as run_one
+from malleable.experiments.dmrlib.results import VERSIONS, Study
+from malleable.experiments.dmrlib.study import Setup, average
+from malleable.experiments.dmrlib.study import run as run_one
 from malleable.workloads.dmrlib import (
     ALL,
     NONE,
@@ -31,7 +30,6 @@ from malleable.workloads.dmrlib import (
     Draw,
     Mix,
     Submission,
-    Version,
     draw,
     from_trace,
 )
@@ -42,13 +40,6 @@ logger = logging.getLogger(__name__)
 
 SIZES = (100, 250, 500, 1000, 2000)
 QUICK_SIZES = (20, 40)
-#: (submission, mix) of each Table 3 version.
-VERSIONS: dict[Version, tuple[Submission, Mix]] = {
-    Version.FIXED: (Submission.RIGID, NONE),
-    Version.PURE_MOLDABLE: (Submission.MOLDABLE, NONE),
-    Version.PURE_MALLEABLE: (Submission.RIGID, ALL),
-    Version.FLEXIBLE: (Submission.MOLDABLE, ALL),
-}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,29 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the key numbers as one JSON object")
 
 
-@dataclass
-class Study:
-    """What the study ran: the options and the outcome of each setup (seeds averaged)."""
-
-    sizes: tuple[int, ...]
-    table7_jobs: int
-    seeds: tuple[int, ...]
-    source: str
-    options: dict[str, Any]
-    outcomes: dict[tuple[int, Submission, str], Outcome] = field(default_factory=dict)
-    elapsed: float = 0.0
-
-    def get(self, jobs: int, submission: Submission, mix: Mix) -> Outcome:
-        return self.outcomes[(jobs, submission, mix.name)]
-
-    def version(self, jobs: int, version: Version) -> Outcome:
-        submission, mix = VERSIONS[version]
-        return self.get(jobs, submission, mix)
-
-
 def run(args: argparse.Namespace) -> int:
-    from malleable.experiments.dmrlib_plots import draw_figures
-    from malleable.experiments.dmrlib_report import key_numbers, write_report, write_table7
+    from malleable.experiments.dmrlib.plots import draw_figures
+    from malleable.experiments.dmrlib.report import key_numbers, write_table7
+    from malleable.experiments.dmrlib.text import write_report
 
     sizes, table7_jobs = _sizes(args)
     out = _out_dir(args.out)
@@ -218,7 +190,3 @@ def _progress(quiet_stdout: bool) -> Progress:
     return Progress(TextColumn("{task.description:<36}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), console=console, transient=False)
 
-
-def versions() -> Iterator[Version]:
-    """The four versions in the paper's order."""
-    return iter(VERSIONS)

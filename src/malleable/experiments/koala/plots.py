@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from malleable.experiments.koala_runs import (
+from malleable.experiments.koala.runs import (
     BASELINE,
     FIG7,
     FIG8,

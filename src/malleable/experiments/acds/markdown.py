@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from malleable.experiments.acds_figures import FILES
-from malleable.experiments.acds_plan import Settings
-from malleable.experiments.acds_report import PAPER, verdicts
+from malleable.experiments.acds.figures import FILES
+from malleable.experiments.acds.plan import Settings
+from malleable.experiments.acds.report import PAPER, verdicts
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:

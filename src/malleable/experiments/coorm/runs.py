@@ -17,7 +17,7 @@ from malleable.coorm.core import CoreConfig
 from malleable.coorm.oar import simulate_oar
 from malleable.coorm.resources import paper_platform
 from malleable.coorm.sim import SimResult, simulate_coorm
-from malleable.coorm.workloads import LegacyJob, legacy_jobs, swf_jobs, workload
+from malleable.workloads.coorm import LegacyJob, legacy_jobs, swf_jobs, workload
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,11 +21,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from malleable.errors import InputError
-from malleable.experiments import koala_stats as st
-from malleable.experiments.koala_findings import FINDINGS, evaluate
-from malleable.experiments.koala_plots import draw_figure
-from malleable.experiments.koala_report import write_report
-from malleable.experiments.koala_runs import (
+from malleable.experiments.koala import stats as st
+from malleable.experiments.koala.findings import FINDINGS, evaluate
+from malleable.experiments.koala.plots import draw_figure
+from malleable.experiments.koala.report import write_report
+from malleable.experiments.koala.runs import (
     COMBOS,
     PAPER,
     VARIANTS,

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from malleable.experiments.dmrlib import VERSIONS, Study
-from malleable.experiments.dmrlib_report import (
+from pathlib import Path
+
+from malleable.experiments.dmrlib.report import (
     PAPER,
     curve_table,
     findings,
     speedups,
     table7_markdown,
 )
+from malleable.experiments.dmrlib.results import VERSIONS, Study
 from malleable.workloads.dmrlib import Submission, Version
+
+
+def write_report(study: Study, out: Path) -> None:
+    """``report.md`` in ``out``."""
+    (out / "report.md").write_text(report_text(study), encoding="utf-8")
 
 
 def report_text(study: Study) -> str:

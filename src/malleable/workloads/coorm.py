@@ -18,17 +18,32 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from malleable.coorm.apps import Amdahl, App, Cem, Rigid
-from malleable.coorm.sim import SimJob
 from malleable.errors import InputError
+from malleable.workloads.coorm_apps import Amdahl, App, Cem, Rigid
 from malleable.workloads.swf import read_swf
+
+if TYPE_CHECKING:
+    from malleable.coorm.protocol import Filter
 
 WORKLOADS = ("W0", "W1", "W2", "W3")
 MOLDABLE_SHARE = 0.20
 ARRIVAL_GAP = 1.0
 #: The single CEM application of W1: a 128-host, 1.5-hour run on the first cluster.
 W1_CEM_HOSTS, W1_CEM_RUNTIME = 128, 5400.0
+
+
+@dataclass(frozen=True, slots=True)
+class SimJob:
+    """One application of a workload, as CooRM's simulations take it."""
+
+    name: str
+    submit: float
+    app: App
+    filter: Filter | None = None
+    """Which clusters the launcher wants views of (None: every cluster)."""
+    adaptation_delay: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

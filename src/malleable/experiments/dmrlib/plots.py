@@ -10,9 +10,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from malleable.experiments.dmrlib import VERSIONS, Study
-from malleable.experiments.dmrlib_report import speedups
-from malleable.experiments.dmrlib_study import completed_per_bin
+from malleable.experiments.dmrlib.report import speedups
+from malleable.experiments.dmrlib.results import VERSIONS, Study
+from malleable.experiments.dmrlib.study import completed_per_bin
 from malleable.workloads.dmrlib import Submission, Version
 from malleable.workloads.dmrlib_apps import APPS, CAP, THRESHOLD, gain_differences
 

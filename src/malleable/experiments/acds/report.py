@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from malleable.experiments.acds_plan import FEEDBACK, Results, Settings
+from malleable.experiments.acds.plan import FEEDBACK, Results, Settings
 from malleable.sim.quantum.engine import Algorithm
 
 ACDS, AGDS, EQUI = Algorithm.ACDS, Algorithm.AGDS, Algorithm.EQUI
