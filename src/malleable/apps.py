@@ -36,12 +36,15 @@ import functools
 import itertools
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from importlib.metadata import entry_points
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from malleable.model import JobSpec, SizeRule
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 logger = logging.getLogger(__name__)
 
@@ -141,9 +144,15 @@ def _generic(app: str) -> bool:
 
 @dataclass(frozen=True)
 class AppCatalog:
-    """Named application models plus the generic ``fixed`` and ``amdahl:S``."""
+    """Named application models plus the generic ``fixed`` and ``amdahl:S``.
+
+    ``more`` supplies further models the first time a name is not among ``models``
+    (the standard catalog's plug-ins: so a run that names only built-in applications
+    never reads the installed packages' entry points); ``models`` win over them.
+    """
 
     models: Mapping[str, AppModel]
+    more: Callable[[], Mapping[str, AppModel]] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for name in self.models:
@@ -151,24 +160,45 @@ class AppCatalog:
                 raise ValueError(f"application name {name!r} is reserved")
         object.__setattr__(self, "models", MappingProxyType(dict(self.models)))
 
+    def _model(self, app: str) -> AppModel | None:
+        model = self.models.get(app)
+        if model is None and self.more is not None:
+            model = self._more().get(app)
+        return model
+
+    def _more(self) -> Mapping[str, AppModel]:
+        loaded: Mapping[str, AppModel] | None = self.__dict__.get("_loaded")
+        if loaded is None:
+            found = self.more() if self.more is not None else {}
+            loaded = MappingProxyType({k: v for k, v in found.items() if k not in self.models})
+            object.__setattr__(self, "_loaded", loaded)
+        return loaded
+
     def known(self, app: str) -> bool:
         """Whether ``app`` names a model (``fixed``, ``amdahl:S`` or a named curve)."""
-        return app in self.models or app == "fixed" or _serial_fraction(app) is not None
+        return (app == "fixed" or _serial_fraction(app) is not None
+                or self._model(app) is not None)
 
     def rule(self, app: str) -> SizeRule:
         """The size rule ``app`` declares (ANY for generic or unknown models)."""
-        model = self.models.get(app)
+        if _generic(app):
+            return SizeRule.ANY
+        model = self._model(app)
         return model.rule if model is not None else SizeRule.ANY
 
     def names(self) -> list[str]:
         """The valid application names, generic ones first."""
-        return ["fixed", "amdahl:S", *self.models]
+        return ["fixed", "amdahl:S", *self.models, *self._more()]
 
     def time_model(self, spec: JobSpec) -> TimeModel:
         """The execution-time curve of ``spec``; ValueError for an unknown application."""
         model = self.models.get(spec.app)
         if model is not None:
             return model.curve
+        if self.more is not None and not _generic(spec.app):
+            model = self._more().get(spec.app)
+            if model is not None:
+                return model.curve
         if spec.app == "fixed":
             return _fixed(spec)
         serial = _serial_fraction(spec.app)
@@ -178,7 +208,7 @@ class AppCatalog:
 
     def with_models(self, models: Mapping[str, AppModel]) -> AppCatalog:
         """This catalog plus ``models`` (which win over same-named ones)."""
-        return AppCatalog({**self.models, **models})
+        return AppCatalog({**self.models, **models}, self.more)
 
 
 def _as_model(name: str, loaded: object) -> AppModel:
@@ -205,7 +235,16 @@ def plugins() -> dict[str, AppModel]:
     return found
 
 
+def entry_points(group: str) -> Iterable[EntryPoint]:
+    """The installed entry points of ``group`` (:mod:`importlib.metadata` is imported only
+    here: it costs a simulation that names built-in applications only ~60 M instructions)."""
+    from importlib.metadata import entry_points as installed
+
+    return installed(group=group)
+
+
 @functools.cache
 def standard_catalog() -> AppCatalog:
-    """The built-in models plus every plug-in that loads (built once)."""
-    return AppCatalog({**BUILTIN, **plugins()})
+    """The built-in models, then every plug-in that loads, read at the first name that is
+    not built in (built once)."""
+    return AppCatalog(BUILTIN, plugins)

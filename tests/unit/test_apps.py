@@ -95,3 +95,36 @@ def test_a_plug_in_may_declare_a_size_rule(monkeypatch: pytest.MonkeyPatch) -> N
     point = EntryPoint("square", "malleable.apps:POW2_SQUARE", apps.GROUP)
     monkeypatch.setattr(apps, "entry_points", _entry_points(point))
     assert apps.plugins()["square"].rule is SizeRule.POW2
+
+
+def test_plug_ins_are_read_only_at_the_first_name_that_is_not_built_in() -> None:
+    calls: list[int] = []
+
+    def more() -> dict[str, AppModel]:
+        calls.append(1)
+        return {"square": AppModel(lambda n: 1.0 * n * n), "ft": AppModel(abs)}
+
+    catalog = AppCatalog(apps.BUILTIN, more)
+    assert catalog.known("ft") and catalog.known("amdahl:0.5") and catalog.known("fixed")
+    assert catalog.time_model(spec("gadget2"))(2) == 600.0
+    assert catalog.rule("ft") is SizeRule.POW2
+    assert calls == []
+    assert catalog.known("square") and catalog.time_model(spec("square"))(3) == 9.0
+    assert catalog.time_model(spec("ft"))(2) == 120.0  # a built-in wins over a plug-in
+    assert not catalog.known("lammps")
+    assert calls == [1]
+    assert "square" in catalog.names()
+
+
+def test_a_simulation_of_built_in_applications_reads_no_entry_point() -> None:
+    code = ("import sys\n"
+            "from malleable.model import DAS3\n"
+            "from malleable.policies.koala import KoalaPolicy\n"
+            "from malleable.sim.run import simulate\n"
+            "from malleable.workloads.koala import koala_workload\n"
+            "simulate(koala_workload('wm', 1), DAS3, KoalaPolicy())\n"
+            "print('importlib.metadata' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(SRC)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

@@ -12,15 +12,16 @@ from rich.console import Console
 from rich.table import Table
 
 from malleable.policies.koala import Approach
-from malleable.policies.registry import PolicySpec, names, parse_options
+from malleable.policies.registry import PolicySpec, parse_options
 from malleable.service import choose_policy
 
 
 def add_policy_arguments(p: argparse.ArgumentParser, default: str | None = "fpsma") -> None:
     """``--policy``, ``--policy-option`` (repeatable) and ``--approach`` (KOALA's)."""
     p.add_argument("--policy", metavar="NAME", default=None,
-                   help=f"a policy of `malleable policies list` ({', '.join(names())}; "
-                        f"default: {default or 'the config`s [policy], else fpsma'})")
+                   help="a policy of `malleable policies list` (fpsma, egs, equipartition, "
+                        "fcfs, easy, dmr, easy-dmr, acds or a plug-in; default: "
+                        f"{default or 'the config`s [policy], else fpsma'})")
     p.add_argument("--policy-option", action="append", default=[], metavar="KEY=VALUE",
                    dest="policy_options",
                    help="an option of the policy (repeatable; the value is read as TOML, e.g. "

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from malleable.model import Defer, Place, View
-from malleable.policies.base import Steps, answered, infeasible, largest_offer
+from malleable.policies.base import Steps, infeasible, largest_offer
 
 
 @dataclass(frozen=True)
@@ -36,14 +36,16 @@ class FCFS:
             size = spec.initial_size
             slot = _first_fit(free, size)
             if slot < 0:
-                reject = infeasible(spec.id, size, largest_offer(view))
-                if reject is not None:
-                    yield reject
+                largest = largest_offer(view)
+                if size > largest:  # never fits (the Reject of policies.base.infeasible)
+                    reject = infeasible(spec.id, size, largest)
+                    if reject is not None:
+                        yield reject
                     continue
                 yield Defer(spec.id)
                 return
             name, avail = free[slot]
-            granted = answered((yield Place(spec.id, name, size)))
+            granted = (yield Place(spec.id, name, size)) or 0
             if not granted:  # the cluster refused: the head stays at the head
                 yield Defer(spec.id)
                 return

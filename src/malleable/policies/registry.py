@@ -22,7 +22,6 @@ import logging
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from types import MappingProxyType
 from typing import Any
 
@@ -79,6 +78,8 @@ def _load(target: str) -> Factory:
 
 
 def _targets() -> dict[str, str]:
+    from importlib.metadata import entry_points  # only here: importing it is not free
+
     targets = dict(BUILTIN)
     for ep in entry_points(group=GROUP):
         targets.setdefault(ep.name, ep.value)
@@ -103,14 +104,17 @@ def available() -> dict[str, Factory]:
 
 def factory(name: str, source: str | None = None) -> Factory:
     """The factory of ``name``; InputError listing the valid names when unknown or broken."""
-    targets = _targets()
-    if name not in targets:
-        raise InputError(f"unknown policy {name!r}; valid: {', '.join(sorted(targets))}",
-                         source=source)
+    target = BUILTIN.get(name)  # a built-in needs no look at the installed packages
+    if target is None:
+        targets = _targets()
+        if name not in targets:
+            raise InputError(f"unknown policy {name!r}; valid: {', '.join(sorted(targets))}",
+                             source=source)
+        target = targets[name]
     try:
-        return _load(targets[name])
+        return _load(target)
     except Exception as exc:
-        raise InputError(f"policy {name!r} ({targets[name]}) failed to load: {exc}",
+        raise InputError(f"policy {name!r} ({target}) failed to load: {exc}",
                          source=source) from None
 
 
