@@ -35,7 +35,7 @@ from malleable.config import ClustersConfig, SiteConfig, load_config
 from malleable.errors import InputError
 from malleable.manager import Manager
 from malleable.metrics.records import JobRecord
-from malleable.metrics.summary import jsonable, summarize, write_records
+from malleable.metrics.summary import jsonable, output_dir, summarize, write_records
 from malleable.model import DAS3, Cluster, JobSpec
 from malleable.policies.registry import PolicySpec, factory
 from malleable.realtime import RealtimeDriver
@@ -133,17 +133,10 @@ def policy_options(options: Mapping[str, Any]) -> dict[str, Any]:
 
 def write_outputs(out: Path, records: Sequence[JobRecord], summary: Mapping[str, Any]) -> None:
     """``jobs.csv`` and ``summary.json`` in ``out`` (created)."""
-    mkdir(out)
+    output_dir(out)
     write_records(out / "jobs.csv", records)
     (out / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
 
-
-def mkdir(path: Path) -> None:
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create output directory: {exc.strerror}",
-                         source=str(path)) from None
 
 
 # ----------------------------------------------------------------------------- real runs
@@ -264,7 +257,7 @@ def drive(run: ManagerRun, poll: float, deadline: float | None,
 
 def write_workload(run: ManagerRun, out: Path) -> None:
     """The run's workload as ``out/workload.swf`` (before it runs, so a crash keeps it)."""
-    mkdir(out)
+    output_dir(out)
     write_swf(out / "workload.swf", run.workload, f"manager run {run.info.run_id}")
 
 
@@ -277,7 +270,7 @@ def finish(run: ManagerRun, out: Path, stopped: str, compare_sim: bool = False
            ) -> dict[str, Any]:
     """Write ``jobs.csv`` and ``summary.json`` (and, with ``compare_sim``, ``simulated/``)
     to ``out``; the summary."""
-    mkdir(out)
+    output_dir(out)
     records = list(run.manager.records.values())
     ends = [r.end for r in records if r.end is not None]
     start = min((s.submit_time for s in run.workload), default=0.0)

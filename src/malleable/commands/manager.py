@@ -22,14 +22,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from malleable.commands.common import add_policy_arguments, policy_from_args, print_summary
 from malleable.config import load_config
 from malleable.errors import InputError
-from malleable.metrics.summary import jsonable
+from malleable.metrics.summary import jsonable, output_dir
 from malleable.service import (
     ManagerRun,
     RunRequest,
     drive,
     finish,
     finished,
-    mkdir,
     open_run,
     select_sites,
     write_workload,
@@ -100,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     _check_args(args)
     asked = request(args)
     out: Path = args.out
-    mkdir(out)
+    output_dir(out)
     store = Store.open(args.state or out / "state.sqlite")
     try:
         job = open_run(asked, store)

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from malleable.errors import InputError
 from malleable.metrics.records import JobRecord
 from malleable.model import Operation
 
@@ -82,6 +83,16 @@ def utilization_series(timelines: dict[str, list[tuple[float, int]]],
         else:
             series.append((t, busy / total_nodes))
     return series
+
+
+def output_dir(path: Path) -> Path:
+    """``path`` created (with its parents) for a command's outputs; InputError if it cannot be."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create output directory: {exc.strerror}",
+                         source=str(path)) from None
+    return path
 
 
 def jsonable(value: Any) -> Any:

@@ -23,6 +23,7 @@ from malleable.experiments.acds.figures import draw_all
 from malleable.experiments.acds.markdown import markdown
 from malleable.experiments.acds.plan import Chunk, Results, Settings, chunks, run_all
 from malleable.experiments.acds.report import key_numbers, verdicts
+from malleable.metrics.summary import output_dir
 from malleable.sim.quantum.jobs import DowneyParams
 
 logger = logging.getLogger(__name__)
@@ -81,12 +82,7 @@ def _grid(text: str) -> tuple[int, ...]:
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
-    out: Path = args.out
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create output directory: {exc.strerror}",
-                         source=str(out)) from None
+    out = output_dir(args.out)
     console = Console(stderr=True)
     start = time.monotonic()
     results = _sweep(settings, args.workers, console, transient=args.json)

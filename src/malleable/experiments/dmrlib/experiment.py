@@ -23,6 +23,7 @@ from malleable.errors import InputError
 from malleable.experiments.dmrlib.results import VERSIONS, Study
 from malleable.experiments.dmrlib.study import Setup, average
 from malleable.experiments.dmrlib.study import run as run_one
+from malleable.metrics.summary import output_dir
 from malleable.workloads.dmrlib import (
     ALL,
     NONE,
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from malleable.experiments.dmrlib.text import write_report
 
     sizes, table7_jobs = _sizes(args)
-    out = _out_dir(args.out)
+    out = output_dir(args.out)
     sources = _sources(args, sizes, table7_jobs)
     study = Study(sizes, table7_jobs, tuple(range(args.seed, args.seed + args.seeds)),
                   "swf" if args.swf else "feitelson", _options(args))
@@ -119,13 +120,6 @@ def _sizes(args: argparse.Namespace) -> tuple[tuple[int, ...], int]:
     return tuple(sorted(set(sizes))), table7
 
 
-def _out_dir(path: Path) -> Path:
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create output directory: {exc.strerror}",
-                         source=str(path)) from None
-    return path
 
 
 def _sources(args: argparse.Namespace, sizes: tuple[int, ...],
