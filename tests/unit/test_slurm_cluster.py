@@ -261,3 +261,27 @@ def test_expansion_of_a_job_that_ends_meanwhile_cancels_the_helper() -> None:
     assert result.outcome is Outcome.REFUSED and "ended during the expansion" in result.reason
     assert result.helper is not None and fake.jobs[result.helper].state == "CANCELLED"
     assert not any(c[:3] == ["scontrol", "update", f"JobId={result.helper}"] for c in fake.calls)
+
+
+def test_events_come_oldest_first_across_jobs_and_batches() -> None:
+    """Slurm dates an end in whole seconds, a resize when it is confirmed: one batch is
+    sorted, and an end dated before an event already handed out is dated at that event."""
+    fake, cluster = _site(nodes=8)
+    cluster.start(_spec("a", init=2), 2)
+    cluster.start(_spec("b", init=2), 2)
+    cluster.start(_spec("c", init=2), 2)
+    cluster.drain_events()
+    fake.now += 10
+    assert cluster.offer_grow("a", 1) == 1  # dated now (10)
+    fake.finish(cluster.slurm_id("b") or 0)
+    fake.jobs[cluster.slurm_id("b") or 0].end = 5  # Slurm says b ended before the grow
+    cluster.invalidate()
+    batch = cluster.drain_events()
+    assert [(e.job_id, e.state) for e in batch] == [("b", JobState.COMPLETED),
+                                                   ("a", JobState.RUNNING)]
+    assert [e.time for e in batch] == sorted(e.time for e in batch)
+    fake.finish(cluster.slurm_id("c") or 0)
+    fake.jobs[cluster.slurm_id("c") or 0].end = 3  # older than everything handed out
+    cluster.invalidate()
+    (late,) = cluster.drain_events()
+    assert late.job_id == "c" and late.time == batch[-1].time

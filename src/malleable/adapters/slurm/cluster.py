@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Protocol
 
@@ -84,6 +84,7 @@ class SlurmCluster:
     _mine: dict[str, _Mine] = field(default_factory=dict)
     _by_slurm: dict[int, str] = field(default_factory=dict)
     _events: list[JobEvent] = field(default_factory=list)
+    _handed_out: float = float("-inf")
     _poll: Poll | None = None
     _unused: set[str] = field(default_factory=set)
     _seen_first: bool = False
@@ -131,8 +132,19 @@ class SlurmCluster:
         self.ctl.runner.close()
 
     def drain_events(self) -> Sequence[JobEvent]:
+        """New events, oldest first, never older than one already handed out.
+
+        Slurm stamps starts and ends in whole seconds while a resize is stamped when it
+        is confirmed, so one batch may hold them out of order; it is sorted (stably, so
+        each job's own events keep their order), and an event Slurm dates before the
+        last event handed out is dated at that event instead.
+        """
         self._use("drain")
-        events, self._events = self._events, []
+        events, self._events = sorted(self._events, key=lambda e: e.time), []
+        for i, event in enumerate(events):
+            if event.time < self._handed_out:
+                events[i] = replace(event, time=self._handed_out)
+            self._handed_out = events[i].time
         return events
 
     def observe(self) -> ClusterView:
