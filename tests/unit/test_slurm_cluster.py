@@ -285,3 +285,45 @@ def test_events_come_oldest_first_across_jobs_and_batches() -> None:
     cluster.invalidate()
     (late,) = cluster.drain_events()
     assert late.job_id == "c" and late.time == batch[-1].time
+
+
+def test_a_job_that_ends_during_the_hand_over_is_never_reported_done() -> None:
+    """Seen on the testbed: the job cancelled while its helper's nodes were handed over;
+    ``NumNodes=ALL`` fails ("Job has already finished") but scontrol still lists the
+    nodes: the expansion is refused, not done."""
+    fake = FakeSlurm(node_names(4))
+    job = fake.add_job(2)
+    ctl = SlurmCtl(fake)
+    update = ctl.update_nodes
+
+    def update_then_end(job_id: int, nodes: str) -> object:
+        result = update(job_id, nodes)
+        if nodes == "ALL":
+            fake.finish(job.job_id, "CANCELLED")
+        return result
+
+    ctl.update_nodes = update_then_end  # type: ignore[method-assign,assignment]
+    result = Resizer(ctl, sleep=lambda s: None).expand(job.job_id, 4)
+    assert result.outcome is Outcome.REFUSED and result.after == 2 and result.changed == 0
+    assert result.reason.startswith("the job is CANCELLED")
+
+
+def test_stray_helpers_are_cancelled_on_every_poll_and_a_completing_one_reported_once(
+        caplog: pytest.LogCaptureFixture) -> None:
+    fake, cluster = _site()
+    cluster.start(_spec("a"), 2)
+    cluster.drain_events()
+    slurm_a = cluster.slurm_id("a")
+    stray = fake.add_job(1, comment=meta.encode(meta.Tag("r1", helper_for=slurm_a)),
+                         name="m.helper")
+    cluster.invalidate()
+    cluster.drain_events()  # a later poll, not the first
+    assert fake.jobs[stray.job_id].state == "CANCELLED"
+    stuck = fake.add_job(0, comment=meta.encode(meta.Tag("r1", helper_for=slurm_a)),
+                         name="m.helper")
+    stuck.state = "COMPLETING"
+    for _ in range(3):
+        cluster.invalidate()
+        cluster.drain_events()
+    assert ["scancel", str(stuck.job_id)] not in fake.calls
+    assert sum(f"helper allocation {stuck.job_id}" in r.message for r in caplog.records) == 1

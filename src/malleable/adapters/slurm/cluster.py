@@ -87,7 +87,7 @@ class SlurmCluster:
     _handed_out: float = float("-inf")
     _poll: Poll | None = None
     _unused: set[str] = field(default_factory=set)
-    _seen_first: bool = False
+    _stuck_helpers: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         if self.resizer is None:
@@ -99,9 +99,7 @@ class SlurmCluster:
         """Take one observation now (the driver calls this ahead of the cycle)."""
         poll = self.ctl.poll()
         now = self.clock.now()
-        if not self._seen_first:
-            self._seen_first = True
-            self._cancel_stray_helpers(poll)
+        self._cancel_stray_helpers(poll)
         self._bind(poll)
         self._follow_all(poll, now)
         self._poll = poll
@@ -267,11 +265,23 @@ class SlurmCluster:
         return min(high, max(low, self.clock.from_epoch(epoch + 0.5)))
 
     def _cancel_stray_helpers(self, poll: Poll) -> None:
-        """Helper allocations of this run left by a crash in the middle of an expansion."""
+        """Every poll: cancel helper allocations of this run still in the queue.
+
+        An expansion runs its helper's whole life inside :meth:`offer_grow`, so between
+        cycles any helper of this run is a stray: left by a crash in the middle of an
+        expansion, or by a hand-over Slurm failed. One already COMPLETING cannot be
+        cancelled again; it is reported once.
+        """
         for job in poll.jobs:
             tag = meta.decode(job.comment)
-            if (tag is not None and tag.run == self.run_id and tag.helper_for is not None
-                    and not job.state.finished):
+            if tag is None or tag.run != self.run_id or tag.helper_for is None:
+                continue
+            if job.completing:
+                if job.job_id not in self._stuck_helpers:
+                    self._stuck_helpers.add(job.job_id)
+                    logger.warning("%s: helper allocation %d (for job %d) is still COMPLETING "
+                                   "in Slurm", self.name, job.job_id, tag.helper_for)
+            elif not job.state.finished:
                 logger.warning("%s: cancelling helper allocation %d left from an interrupted "
                                "expansion of job %d", self.name, job.job_id, tag.helper_for)
                 self.ctl.cancel(job.job_id)

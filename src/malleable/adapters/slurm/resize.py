@@ -146,6 +146,7 @@ class Resizer:
                                  helper.job_id)
         reason = self._merge(job_id, helper.job_id)
         result = self._confirm(job, target, began, reason, helper.job_id)
+        self._helper_gone(helper.job_id)
         logger.info("%s", result.describe())
         return result
 
@@ -166,6 +167,20 @@ class Resizer:
         if take.rc != 0:
             problems.append(f"taking the nodes up: {_reason(take.stderr, take.stdout)}")
         return "; ".join(problems)
+
+    def _helper_gone(self, helper: int) -> None:
+        """Wait (up to ``settle`` s) until the cancelled helper has left the queue; warn
+        if Slurm still holds it (the manager's next polls cancel or report it)."""
+        deadline = self.clock() + self.settle
+        while True:
+            left = self.ctl.show_job(helper)
+            if left is None or left.state.finished and not left.completing:
+                return
+            if self.clock() >= deadline:
+                logger.warning("helper allocation %d is still %s after the hand-over",
+                               helper, left.state_raw or "queued")
+                return
+            self.sleep(0.1)
 
     def _wait_rejoin_gap(self, job_id: int) -> None:
         last = self._last_shrink.get(job_id)
@@ -196,6 +211,11 @@ class Resizer:
         if after is None:
             return ResizeResult(job.job_id, job.nodes, target, 0, Outcome.REFUSED,
                                 reason or "the job is gone", self.clock() - began, helper)
+        if after.state_raw.split()[0] != "RUNNING":  # ended meanwhile: nothing was gained
+            ended = f"the job is {after.state_raw.split()[0] or 'in no state'}"
+            return ResizeResult(job.job_id, job.nodes, target, job.nodes, Outcome.REFUSED,
+                                f"{ended}; {reason}" if reason else ended,
+                                self.clock() - began, helper, after.node_list)
         if after.nodes == target:
             outcome = Outcome.DONE
         elif after.nodes == job.nodes:
