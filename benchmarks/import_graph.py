@@ -36,7 +36,7 @@ LAYERS: dict[str, int] = {
     "__init__": 0, "errors": 0, "model": 0,
     "resources": 1, "apps": 1, "clock": 1,
     "config": 2, "policies": 2, "metrics": 2, "workloads": 2,
-    "manager": 3, "mpi": 3,
+    "manager": 3, "health": 3, "mpi": 3,
     "store": 4, "realtime": 4,
     "sim": 5, "adapters": 5, "testbed": 5,
     "runner": 6, "coorm": 6,

@@ -10,6 +10,10 @@ differ. A cycle:
 4. applies the queue bookkeeping (placed jobs leave the queue, failed tries count)
    once the policy is done, so the view never changes under the policy.
 
+Each site is observed and acted on behind its own error boundary: a site that fails
+(:class:`~malleable.errors.ExternalError`) is shown offline in the view and backed off
+(:mod:`malleable.health`); the other sites go on in the same cycle.
+
 Whatever the policy, the applications' own grow requests are then granted from the
 nodes it left free (:mod:`malleable.policies.requests`, voluntary as in KOALA), on
 every cluster set where requests can come from: some adapter reports the
@@ -24,11 +28,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from malleable.errors import MalleableError
+from malleable.errors import ExternalError, MalleableError
+from malleable.health import SiteHealth
 from malleable.metrics.records import JobRecord
 from malleable.model import (
     Action,
     Cancel,
+    ClusterView,
     Defer,
     Grow,
     JobSpec,
@@ -97,6 +103,9 @@ class Manager:
     _queue_view: _QueueView = field(init=False)
     last_view: View | None = field(default=None, init=False)
     """The view the policy decided on in the last cycle."""
+    health: dict[str, SiteHealth] = field(default_factory=dict)
+    """Per-site health, filled at a site's first failure or by the real-time driver (a
+    run whose sites never fail, a simulation, takes the plain path)."""
 
     def __post_init__(self) -> None:
         self._queue_view = _QueueView(self._queue)
@@ -150,9 +159,7 @@ class Manager:
 
     def cycle(self, now: float) -> int:
         """One observe -> decide -> act pass; returns how many actions were applied."""
-        self._drain_events()
-        view = View(now, {name: rm.observe() for name, rm in self.clusters.items()},
-                    self._queue_view)
+        view = View(now, self._observe(), self._queue_view)
         self.last_view = view
         placed: list[str] = []
         deferred: list[str] = []
@@ -160,15 +167,75 @@ class Manager:
         steps = negotiate(self.policy.decide(view, now))
         answer: int | None = None
         while (action := next_action(steps, answer)) is not None:
-            answer = self._apply(action, now, placed, deferred)
+            try:
+                if self.health and not self._reachable(action):
+                    answer = _nothing(action)
+                else:
+                    answer = self._apply(action, now, placed, deferred)
+            except ExternalError as exc:  # that site only: the policy hears "nothing"
+                answer = self._action_failed(action, exc)
             applied += 1
         self._settle_queue(placed, deferred, now)
         return applied
 
-    def _drain_events(self) -> None:
-        for rm in self.clusters.values():
-            for event in rm.drain_events():
-                self.on_event(event)
+    def site_health(self, name: str) -> SiteHealth:
+        """The health record of a site (created on first use)."""
+        health = self.health.get(name)
+        if health is None:
+            health = self.health[name] = SiteHealth(name)
+        return health
+
+    def _observe(self) -> dict[str, ClusterView]:
+        """Drain every site's events and take its view; a failing site shows offline."""
+        if not self.health:
+            try:
+                for rm in self.clusters.values():
+                    for event in rm.drain_events():
+                        self.on_event(event)
+                return {name: rm.observe() for name, rm in self.clusters.items()}
+            except ExternalError as exc:
+                logger.debug("a site failed (%s): observing site by site", exc)
+        return {name: self._observe_site(name, rm) for name, rm in self.clusters.items()}
+
+    def _observe_site(self, name: str, rm: ResourceManager) -> ClusterView:
+        health = self.site_health(name)
+        view = None
+        if health.usable():
+            try:
+                for event in rm.drain_events():
+                    self.on_event(event)
+                view = rm.observe()
+                health.succeeded()
+            except ExternalError as exc:
+                health.failed(str(exc))
+        health.counted(view is not None)
+        return view if view is not None else self._offline_view(name)
+
+    def _offline_view(self, name: str) -> ClusterView:
+        last = None if self.last_view is None else self.last_view.clusters.get(name)
+        nodes, reserve = (0, 0) if last is None else (last.nodes, last.reserve)
+        return ClusterView(name, nodes, 0, reserve, speed=1.0 if last is None else last.speed,
+                           online=False)
+
+    def _site_of(self, action: Action) -> str | None:
+        if isinstance(action, Place):
+            return action.cluster
+        return self._where.get(getattr(action, "job_id", ""))
+
+    def _reachable(self, action: Action) -> bool:
+        """False for an action on a site that failed earlier in this cycle (or before)."""
+        site = self._site_of(action)
+        health = None if site is None else self.health.get(site)
+        return health is None or (health.online and not health.busy)
+
+    def _action_failed(self, action: Action, exc: ExternalError) -> int | None:
+        """A command failed on one site: mark that site failed; the action did nothing."""
+        site = self._site_of(action)
+        logger.warning("%s of %s failed: %s", type(action).__name__.lower(),
+                       getattr(action, "job_id", ""), exc)
+        if site is not None:
+            self.site_health(site).failed(str(exc))
+        return _nothing(action)
 
     def on_event(self, event: JobEvent) -> None:
         """Record a start, resize or end reported by an adapter."""
@@ -251,6 +318,9 @@ class Manager:
     def _reject(self, job_id: str, reason: str, now: float, placed: list[str]) -> None:
         if job_id not in self._queue or job_id in placed:  # not waiting, or placed just now
             return
+        if self.health and any(not h.online or h.busy for h in self.health.values()):
+            logger.debug("job %s kept waiting while a site is offline: %s", job_id, reason)
+            return  # it may fit on the site that is offline: refuse it only when all answer
         logger.warning("job %s rejected: %s", job_id, reason)
         placed.append(job_id)
         self.records[job_id].finish(now, JobState.FAILED, reason)
@@ -278,3 +348,8 @@ class Manager:
         self.operations.append(op)
         if self.journal is not None:
             self.journal.operation(op)
+
+
+def _nothing(action: Action) -> int | None:
+    """The answer of an action that was not carried out."""
+    return 0 if isinstance(action, (Place, Grow, Shrink)) else None

@@ -196,6 +196,9 @@ class ClusterView:
     not idle). ``reserve`` is the number of nodes the manager must leave to local
     users: it never grows or places into them. ``running`` maps job id to job, for
     the manager's jobs and for background jobs alike (``managed`` tells which).
+    ``online`` is False while the manager cannot reach the site (:mod:`malleable.health`):
+    the view then keeps its last known size, so a job that fits only there is not
+    refused, but shows no idle node and none of its jobs, so nothing is done there.
     """
 
     name: str
@@ -205,6 +208,7 @@ class ClusterView:
     running: Mapping[str, RunningJob] = field(default_factory=dict)
     pending: int = 0
     speed: float = 1.0
+    online: bool = True
 
     @property
     def available(self) -> int:

@@ -5,9 +5,13 @@ The simulator calls :meth:`Manager.cycle` from its event engine; here a
 workload's jobs when their (scaled) submit times come, and stops when every job has
 finished, when its deadline passes, or on SIGINT/SIGTERM (gracefully: the current
 cycle ends, the journal is flushed, jobs on the clusters keep running and a later
-run with the same state file takes them up again). A cycle that fails because a site
-or a command failed is logged and tried again at the next poll; ``max_failures`` in a
-row end the run with that error.
+run with the same state file takes them up again).
+
+Each site is polled in a thread of its own ahead of the cycle. A poll that fails marks
+its site offline (:mod:`malleable.health`); a poll still running after
+``poll_timeout`` seconds is left running and its site skipped in this cycle, so a hung
+controller never holds up the other sites. One failing site never ends the run; only
+``max_failures`` cycles in a row with no site online do.
 
 Times handed to the manager are *model seconds*: real seconds since the run began
 divided by the time scale, so records compare directly with a simulation of the
@@ -20,18 +24,18 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Protocol, runtime_checkable
 
 from malleable.clock import ScaledClock
-from malleable.errors import ExternalError, MalleableError
+from malleable.errors import ExternalError
+from malleable.health import SiteHealth
 from malleable.manager import Manager
 from malleable.model import JobSpec
-from malleable.resources import ResourceManager
 
 logger = logging.getLogger(__name__)
 
@@ -67,14 +71,23 @@ class RealtimeDriver:
     stop_event: threading.Event = field(default_factory=threading.Event)
     pause: Callable[[float], object] | None = None
     max_failures: int = 10
+    poll_timeout: float | None = None
+    """Seconds the cycle waits for a site's poll (default: the poll interval, at least 1)."""
     _next: int = 0
     _failures: int = 0
     _stopped_by: str = ""
+    _polls: dict[str, Future[None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.poll_interval > 0:
             raise ValueError(f"poll interval must be positive, not {self.poll_interval!r}")
         self.jobs = sorted(self.jobs, key=lambda j: j.submit_time)
+        if self.poll_timeout is None:
+            self.poll_timeout = max(1.0, self.poll_interval)
+        for name in self.manager.clusters:
+            self.manager.health.setdefault(name, SiteHealth(
+                name, base=min(1.0, self.poll_interval), ceiling=2 * self.poll_interval,
+                clock=self.monotonic))
 
     def stop(self, reason: str = "signal") -> None:
         """Ask the loop to end after the current cycle (thread- and signal-safe)."""
@@ -90,7 +103,8 @@ class RealtimeDriver:
         began = self.monotonic()
         end = None if deadline is None else began + deadline
         outcome = Outcome(0, "done", 0)
-        with _stop_on_signals(self.stop), ThreadPoolExecutor(max_workers=8) as pool:
+        workers = max(4, len(self.manager.clusters))
+        with _stop_on_signals(self.stop), ThreadPoolExecutor(max_workers=workers) as pool:
             while not self.stop_event.is_set():
                 tick = self.monotonic()
                 self._cycle(pool, outcome)
@@ -109,19 +123,45 @@ class RealtimeDriver:
         started = self.monotonic()
         now = self.clock.now()
         self._submit_due(now)
-        prefetch(pool, self.manager.clusters)
-        try:
-            self.manager.cycle(self.clock.now())
-            self._failures = 0
-        except ExternalError as exc:  # a site or a command failed: try again next poll
-            self._failures += 1
-            logger.warning("cycle failed (%d in a row): %s", self._failures, exc)
-            if self._failures >= self.max_failures:
-                raise
+        self._prefetch(pool)
+        self.manager.cycle(self.clock.now())
+        self._count_online()
         self.flush()
         self.on_cycle(now)
         outcome.cycles += 1
         outcome.cycle_seconds.append(self.monotonic() - started)
+
+    def _prefetch(self, pool: ThreadPoolExecutor) -> None:
+        """Poll every usable site in parallel; wait at most ``poll_timeout`` seconds."""
+        health = self.manager.health
+        for name, rm in self.manager.clusters.items():
+            if name not in self._polls and isinstance(rm, Refreshable) and health[name].usable():
+                self._polls[name] = pool.submit(rm.refresh)
+        wait(list(self._polls.values()), timeout=self.poll_timeout)
+        for name, future in list(self._polls.items()):
+            health[name].busy = not future.done()
+            if health[name].busy:
+                logger.info("site %s: its poll is still running; skipped in this cycle", name)
+                continue
+            del self._polls[name]
+            exc = future.exception()
+            if isinstance(exc, ExternalError):
+                health[name].failed(str(exc))
+            elif exc is not None:  # not the site's fault: the cycle's own observe reports it
+                logger.warning("site %s: poll failed: %s", name, exc)
+
+    def _count_online(self) -> None:
+        """End the run after ``max_failures`` cycles in a row with no site online."""
+        health = self.manager.health
+        if any(h.online and not h.busy for h in health.values()):
+            self._failures = 0
+            return
+        self._failures += 1
+        if self._failures >= self.max_failures:
+            errors = "; ".join(f"{h.name}: {h.last_error or 'poll still running'}"
+                               for h in health.values())
+            raise ExternalError(f"no site answered in {self._failures} cycles in a row "
+                                f"({errors})")
 
     def _submit_due(self, now: float) -> None:
         while self._next < len(self.jobs) and self.jobs[self._next].submit_time <= now:
@@ -137,16 +177,6 @@ class RealtimeDriver:
         if end is not None:
             wake = min(wake, end)
         return max(0.0, wake - self.monotonic())
-
-
-def prefetch(pool: ThreadPoolExecutor, clusters: Mapping[str, ResourceManager]) -> None:
-    """Refresh every adapter that can, in parallel (one poll per site)."""
-    futures = [pool.submit(rm.refresh) for rm in clusters.values() if isinstance(rm, Refreshable)]
-    for future in futures:
-        try:
-            future.result()
-        except MalleableError as exc:  # the cycle's own observe will retry and report
-            logger.warning("prefetch failed: %s", exc)
 
 
 @contextmanager

@@ -15,6 +15,8 @@ from malleable.model import (
     Cancel,
     Defer,
     Grow,
+    JobKind,
+    JobSpec,
     JobState,
     Operation,
     Place,
@@ -23,6 +25,8 @@ from malleable.model import (
     View,
 )
 from malleable.resources import JobEvent
+from malleable.sim.cluster import SimCluster
+from malleable.sim.engine import Engine
 from tests.fakes.builders import mjob, rigid
 from tests.fakes.scripted import RecordingJournal, ScriptedCluster, ScriptedPolicy, started
 
@@ -297,3 +301,28 @@ def test_the_view_does_not_change_while_the_policy_decides() -> None:
     assert seen[0][0] == [("a", 0), ("b", 0), ("c", 0), ("d", 0)]
     assert rm.calls.count(("observe",)) == 1
     assert [w.id for w in m._queue.values()] == ["d"] and m._queue["d"].tries == 1
+
+
+def test_a_command_failing_on_one_site_marks_it_offline_and_the_cycle_goes_on() -> None:
+    from malleable.errors import ExternalError
+    from malleable.policies.factories import fcfs
+
+    a, b = SimCluster("a", 4, Engine()), SimCluster("b", 4, Engine())
+
+    def refuse(spec: JobSpec, size: int) -> int:
+        raise ExternalError("sbatch on a: timed out")
+
+    a.start = refuse  # type: ignore[method-assign]
+    manager = Manager(fcfs(), {"a": a, "b": b})
+    for i in range(3):
+        manager.submit(JobSpec(f"j{i}", JobKind.RIGID, 2, 2, 2, app="fixed", runtime=10.0))
+    manager.cycle(0.0)
+    assert not manager.health["a"].online and manager.health["a"].failures == 1
+    assert manager.waiting == 3  # FCFS waits when its head is refused
+    view = manager.last_view
+    assert view is not None and view.clusters["a"].online
+    manager.cycle(1.0)  # a is backed off: offline in the view, nothing tried there
+    assert manager.last_view is not None and not manager.last_view.clusters["a"].online
+    assert manager.last_view.clusters["a"].nodes == 4  # its last known size
+    assert [manager.cluster_of(f"j{i}") for i in range(3)] == ["b", "b", None]
+    assert manager.health["a"].failures == 1  # not tried again while backed off

@@ -184,3 +184,98 @@ def test_a_failing_site_is_retried_then_gives_up() -> None:
     cluster.observe = down  # type: ignore[method-assign]
     with pytest.raises(ExternalError, match="cannot connect"):
         driver.run()
+
+
+def _two_sites(fake: FakeTime, jobs: list[JobSpec],
+               poll: float = 1.0) -> tuple[RealtimeDriver, TimedCluster, TimedCluster]:
+    clock = ScaledClock(fake.t, 0.1, wall=fake.wall)
+    good, bad = TimedCluster("good", 4, clock), TimedCluster("bad", 8, clock)
+    manager = Manager(KoalaPolicy.named("pra", "fpsma"), {"good": good, "bad": bad})
+    driver = RealtimeDriver(manager, clock, jobs, poll, monotonic=fake.monotonic,
+                            pause=fake.pause)
+    return driver, good, bad
+
+
+def test_a_dead_site_never_stops_the_others() -> None:
+    from malleable.errors import ExternalError
+
+    fake = FakeTime()
+    driver, _, bad = _two_sites(fake, _jobs(6, gap=10.0, runtime=20.0))
+
+    def down() -> None:
+        raise ExternalError("ssh bad: connection refused")
+
+    bad.refresh = down  # type: ignore[method-assign]
+    outcome = driver.run()
+    assert outcome.stopped == "done"
+    records = driver.manager.records
+    assert all(r.state is JobState.COMPLETED and r.cluster == "good" for r in records.values())
+    health = driver.manager.health
+    assert health["good"].summary()["availability"] == 1.0
+    bad_summary = health["bad"].summary()
+    assert bad_summary["availability"] == 0.0 and not bad_summary["online"]
+    assert bad_summary["outages"] == 1 and "connection refused" in str(bad_summary["last_error"])
+    # backed off: polled far less often than once per cycle, but at least every 2 polls
+    assert outcome.cycles / 2 - 1 <= int(str(bad_summary["failures"])) < outcome.cycles
+
+
+def test_a_hung_poll_is_left_running_and_its_site_skipped() -> None:
+    import threading
+
+    fake = FakeTime()
+    driver, _, bad = _two_sites(fake, _jobs(2, gap=10.0, runtime=10.0))
+    driver.poll_timeout = 0.05
+    release = threading.Event()
+    calls: list[int] = []
+
+    def hung() -> None:
+        calls.append(1)
+        release.wait(10)
+
+    bad.refresh = hung  # type: ignore[method-assign]
+    bad.observe = lambda: pytest.fail("a site whose poll runs must not be observed")  # type: ignore[method-assign]
+    driver.on_cycle = lambda now: release.set() if driver.finished else None
+    outcome = driver.run()
+    assert outcome.stopped == "done" and len(calls) == 1  # never a second poll meanwhile
+    assert all(r.cluster == "good" for r in driver.manager.records.values())
+
+
+def test_a_site_that_comes_back_is_used_again_within_two_polls() -> None:
+    from malleable.errors import ExternalError
+
+    fake = FakeTime()
+    driver, _, bad = _two_sites(fake, _jobs(1, gap=1.0, runtime=400.0))
+    back_at = [fake.t + 30.0]
+    refreshed = bad.refresh
+
+    def flaky() -> None:
+        if fake.t < back_at[0]:
+            raise ExternalError("slurm poll: Unable to contact slurm controller")
+        refreshed()
+
+    bad.refresh = flaky  # type: ignore[method-assign]
+    seen: list[float] = []
+    driver.on_cycle = lambda now: seen.append(fake.t) if driver.manager.health[
+        "bad"].online else None
+    driver.run(deadline=40.0)
+    assert seen and seen[0] - back_at[0] <= 2 * driver.poll_interval
+    assert driver.manager.health["bad"].summary()["downtime_seconds"] >= 29.0
+
+
+def test_a_job_that_fits_only_on_an_offline_site_waits_instead_of_being_refused() -> None:
+    from malleable.errors import ExternalError
+
+    fake = FakeTime()
+    big = JobSpec("big", JobKind.RIGID, 8, 8, 8, app="fixed", runtime=10.0)
+    driver, _, bad = _two_sites(fake, [big])
+    failing = [True]
+
+    def flaky() -> None:
+        if failing[0]:
+            raise ExternalError("ssh bad: timed out")
+
+    bad.refresh = flaky  # type: ignore[method-assign]
+    driver.on_cycle = lambda now: failing.__setitem__(0, now < 50)
+    outcome = driver.run(deadline=30.0)
+    record = driver.manager.records["big"]
+    assert record.state is JobState.COMPLETED and record.cluster == "bad", outcome

@@ -174,7 +174,7 @@ class Resizer:
         deadline = self.clock() + self.settle
         while True:
             left = self.ctl.show_job(helper)
-            if left is None or left.state.finished and not left.completing:
+            if left is None or (left.state.finished and not left.completing):
                 return
             if self.clock() >= deadline:
                 logger.warning("helper allocation %d is still %s after the hand-over",
