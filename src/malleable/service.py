@@ -22,7 +22,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -32,7 +32,7 @@ from malleable.adapters.slurm.payload import Payload
 from malleable.adapters.slurm.sites import ctl_for
 from malleable.clock import ScaledClock
 from malleable.config import ClustersConfig, SiteConfig, load_config
-from malleable.errors import InputError
+from malleable.errors import ExternalError, InputError
 from malleable.manager import Manager
 from malleable.metrics.records import JobRecord
 from malleable.metrics.summary import jsonable, output_dir, summarize, write_records
@@ -166,6 +166,8 @@ class ManagerRun:
     pending: list[JobSpec]
     workload: list[JobSpec]
     resumed: Resumed | None
+    cycle_seconds: list[float] = field(default_factory=list)
+    """How long each real-time cycle of this process took (wall seconds)."""
 
     @property
     def policy(self) -> PolicySpec:
@@ -250,6 +252,7 @@ def drive(run: ManagerRun, poll: float, deadline: float | None,
     """Run the manager in real time until done, the deadline or a signal; how it stopped."""
     driver = RealtimeDriver(run.manager, run.clock, run.pending, poll, on_cycle=on_cycle)
     outcome = driver.run(deadline)
+    run.cycle_seconds.extend(outcome.cycle_seconds)
     logger.info("%d cycles, mean %.3f s", outcome.cycles,
                 sum(outcome.cycle_seconds) / max(1, len(outcome.cycle_seconds)))
     return outcome.stopped
@@ -259,6 +262,11 @@ def write_workload(run: ManagerRun, out: Path) -> None:
     """The run's workload as ``out/workload.swf`` (before it runs, so a crash keeps it)."""
     output_dir(out)
     write_swf(out / "workload.swf", run.workload, f"manager run {run.info.run_id}")
+
+
+def offline_sites(run: ManagerRun) -> list[str]:
+    """Sites the manager could not reach in its last cycle."""
+    return [name for name, h in run.manager.health.items() if not h.online or h.busy]
 
 
 def finished(run: ManagerRun) -> int:
@@ -282,7 +290,9 @@ def finish(run: ManagerRun, out: Path, stopped: str, compare_sim: bool = False
     summary.update(approach=run.info.approach or None, policy=run.info.policy,
                    workload=run.info.workload, time_scale=run.info.time_scale,
                    run_id=run.info.run_id, sites=",".join(run.adapters), nodes=nodes,
-                   stopped=stopped, resizes=run.store.resize_outcomes())
+                   stopped=stopped, resizes=run.store.resize_outcomes(),
+                   site_health={name: h.summary() for name, h in run.manager.health.items()},
+                   cycles=len(run.cycle_seconds), cycle_p95_s=_p95(run.cycle_seconds))
     summary.update(policy_options(run.policy.options))
     write_records(out / "jobs.csv", records)
     if compare_sim:
@@ -291,12 +301,23 @@ def finish(run: ManagerRun, out: Path, stopped: str, compare_sim: bool = False
     return summary
 
 
+def _p95(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 3)
+
+
 def site_nodes(run: ManagerRun, name: str) -> int:
     """A site's node count as the manager last saw it (observed now if never)."""
     view = run.manager.last_view
-    if view is not None and name in view.clusters:
+    if view is not None and name in view.clusters and view.clusters[name].nodes:
         return view.clusters[name].nodes
-    return run.adapters[name].observe().nodes
+    try:
+        return run.adapters[name].observe().nodes
+    except ExternalError as exc:  # never reached in this run: it counts no nodes
+        logger.warning("site %s: size unknown (%s); counted as 0 nodes", name, exc)
+        return 0
 
 
 def simulate_twin(run: ManagerRun, out: Path) -> dict[str, Any]:

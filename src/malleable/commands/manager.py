@@ -29,6 +29,7 @@ from malleable.service import (
     drive,
     finish,
     finished,
+    offline_sites,
     open_run,
     select_sites,
     write_workload,
@@ -125,7 +126,12 @@ def run(args: argparse.Namespace) -> int:
 def _drive(job: ManagerRun, args: argparse.Namespace) -> str:
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(f"{job.policy.label()} on {','.join(job.adapters)}",
-                            total=len(job.workload))
-        return drive(job, args.poll, args.deadline,
-                     on_cycle=lambda now: bar.update(task, completed=finished(job)))
+        title = f"{job.policy.label()} on {','.join(job.adapters)}"
+        task = bar.add_task(title, total=len(job.workload))
+
+        def show(now: float) -> None:
+            offline = offline_sites(job)
+            note = f" [red](offline: {', '.join(offline)})[/red]" if offline else ""
+            bar.update(task, completed=finished(job), description=title + note)
+
+        return drive(job, args.poll, args.deadline, on_cycle=show)
