@@ -44,7 +44,7 @@ from typing import Any
 from malleable.errors import InputError
 from malleable.policies.registry import PolicySpec
 
-_SSH_KEYS = ("host", "port", "user", "key", "known_hosts", "connect_timeout")
+_SSH_KEYS = ("host", "port", "user", "key", "known_hosts", "connect_timeout", "host_key_alias")
 _INFO_KEYS = ("slurm_cluster", "controller", "address")
 _SITE_KEYS = ("kind", *_SSH_KEYS, "nodes", "partition", "reserve", "speed", "command_timeout",
               *_INFO_KEYS)
@@ -62,6 +62,9 @@ class SSHTarget:
     key: Path
     known_hosts: Path
     connect_timeout: float = 10.0
+    host_key_alias: str | None = None
+    """Look the host key up under this name instead of ``[host]:port`` (as OpenSSH's
+    ``HostKeyAlias``): the pin survives a published port that changes on restart."""
 
     @property
     def label(self) -> str:
@@ -200,6 +203,8 @@ class _Where:
             key=self.path(merged, "key", path),
             known_hosts=self.path(merged, "known_hosts", path),
             connect_timeout=self.number(merged, "connect_timeout", path, default=10.0),
+            host_key_alias=(self.text(merged, "host_key_alias", path)
+                            if "host_key_alias" in merged else None),
         )
 
     def text(self, table: dict[str, Any], key: str, path: str) -> str:

@@ -261,3 +261,31 @@ def test_missing_known_hosts_file(sshd: Sshd, tmp_path: Path) -> None:
     ssh = SSHRunner(sshd.target(known_hosts=tmp_path / "absent"))
     with pytest.raises(ExternalError, match="cannot read known_hosts"):
         ssh.run(["true"], timeout=5)
+
+
+@needs_sshd
+def test_a_host_key_alias_pin_survives_a_new_port(sshd: Sshd, tmp_path: Path) -> None:
+    """The testbed pins its host key to the controller's name: a published port that
+    changed on restart (stale ``[host]:port`` entry) does not matter."""
+    host = (sshd.root / "host_ed25519.pub").read_text().split()
+    other = (sshd.root / "other_ed25519.pub").read_text().strip()
+    pinned = tmp_path / "known_hosts"
+    pinned.write_text(f"vu-ctl {host[0]} {host[1]}\n[127.0.0.1]:{sshd.port} {other}\n")
+    ssh = SSHRunner(sshd.target(known_hosts=pinned, host_key_alias="vu-ctl"))
+    assert ssh.run(["echo", "ok"], timeout=10).stdout == "ok\n"
+    ssh.close()
+    with pytest.raises(ExternalError, match="does not match"):  # another key under it
+        _run_with_alias(sshd, tmp_path, f"x {other}\n", "x")
+    with pytest.raises(ExternalError, match="host key not in"):
+        _run_with_alias(sshd, tmp_path, f"[127.0.0.1]:{sshd.port} {' '.join(host[:2])}\n",
+                        "vu-ctl")
+
+
+def _run_with_alias(sshd: Sshd, tmp_path: Path, text: str, alias: str) -> None:
+    path = tmp_path / "alias_known_hosts"
+    path.write_text(text)
+    ssh = SSHRunner(sshd.target(known_hosts=path, host_key_alias=alias))
+    try:
+        ssh.run(["true"], timeout=10)
+    finally:
+        ssh.close()

@@ -58,4 +58,4 @@ def test_clusters_toml_round_trips() -> None:
         "kind": "slurm", "slurm_cluster": "vu", "partition": "batch", "nodes": 4,
         "host": "127.0.0.1", "port": 32768, "address": "172.18.0.2", "user": "malleable",
         "key": "/state/t/secrets/id_ed25519", "known_hosts": '/state/with "quote"/known_hosts',
-        "controller": "vu-ctl"}
+        "controller": "vu-ctl", "host_key_alias": "vu-ctl"}

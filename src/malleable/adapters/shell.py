@@ -148,6 +148,21 @@ def _kill(child: subprocess.Popen[str]) -> tuple[str, str]:
 # ----------------------------------------------------------------------------- SSH
 
 
+class _AliasPolicy(paramiko.MissingHostKeyPolicy):
+    """Accept the server's key only if known_hosts pins it to ``alias``."""
+
+    def __init__(self, known: paramiko.HostKeys, alias: str) -> None:
+        self.known, self.alias = known, alias
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str,
+                         key: paramiko.PKey) -> None:
+        pinned = self.known.lookup(self.alias)
+        if pinned is None or key.get_name() not in pinned:
+            raise paramiko.SSHException(f"{self.alias} not found in known_hosts")
+        if pinned[key.get_name()] != key:
+            raise paramiko.BadHostKeyException(hostname, key, pinned[key.get_name()])
+
+
 class SSHRunner:
     """Runs commands on one host over a single, reused SSH connection (paramiko).
 
@@ -185,11 +200,15 @@ class SSHRunner:
         t = self.target
         client = paramiko.SSHClient()
         try:
-            client.load_host_keys(str(t.known_hosts))
+            known = paramiko.HostKeys(str(t.known_hosts))
         except OSError as exc:
             raise ExternalError(f"ssh {t.label}: cannot read known_hosts {t.known_hosts}: "
                                 f"{exc.strerror}") from None
-        client.set_missing_host_key_policy(self._policy)
+        if t.host_key_alias is None:
+            client.load_host_keys(str(t.known_hosts))
+            client.set_missing_host_key_policy(self._policy)
+        else:  # no key under [host]:port: every key is checked against the alias's
+            client.set_missing_host_key_policy(_AliasPolicy(known, t.host_key_alias))
         try:
             client.connect(t.host, port=t.port, username=t.user, key_filename=str(t.key),
                            timeout=t.connect_timeout, banner_timeout=t.connect_timeout,

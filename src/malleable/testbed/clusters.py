@@ -14,6 +14,7 @@ One ``[clusters.SITE]`` table per site::
     key = "/root/.local/state/malleable/testbeds/default/secrets/id_ed25519"
     known_hosts = "/root/.local/state/malleable/testbeds/default/secrets/known_hosts"
     controller = "vu-ctl"       # hostname inside the testbed
+    host_key_alias = "vu-ctl"   # the host key is pinned to this name, not to the port
 
 The manager and the other commands read it with ``--config FILE``.
 """
@@ -40,7 +41,8 @@ def render_clusters_toml(testbed: str, endpoints: Iterable[SiteEndpoint]) -> str
                            ("partition", ep.partition), ("nodes", ep.nodes), ("host", ep.host),
                            ("port", ep.port), ("address", ep.address), ("user", ep.user),
                            ("key", ep.key), ("known_hosts", ep.known_hosts),
-                           ("controller", ep.controller)):
+                           ("controller", ep.controller),
+                           ("host_key_alias", ep.controller)):
             lines.append(f"{key} = {_value(value)}")
         lines.append("")
     return "\n".join(lines)
