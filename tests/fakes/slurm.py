@@ -35,6 +35,7 @@ class FakeJob:
     end: int = 0
     expand_of: int | None = None
     given: list[str] = field(default_factory=list)
+    user: str = "malleable"
 
 
 @dataclass
@@ -47,6 +48,7 @@ class FakeSlurm:
     refuse: dict[str, str] = field(default_factory=dict)
     purged: set[int] = field(default_factory=set)
     accounting: bool = True
+    admin_levels: dict[str, str] = field(default_factory=dict)
     _next: int = 100
 
     # ------------------------------------------------------------ CommandRunner
@@ -118,6 +120,8 @@ class FakeSlurm:
             return Result(0, self._sacct(args[-1].split("=")[1]), "")
         if args[0] == "rm":
             return Result(0, "", "")
+        if args[0] == "sacctmgr":
+            return Result(0, self.admin_levels.get(args[5], "None") + "\n", "")
         return Result(127, "", f"fake slurm: unknown command {args}")
 
     def _option(self, args: list[str], name: str) -> str:
@@ -177,7 +181,7 @@ class FakeSlurm:
             raw.update(job_id=job.job_id, name=job.name, comment=job.comment,
                        job_state=job.state, node_count=len(job.nodes) or job.want,
                        nodes=_hostlist(job.nodes), submit_time=job.submit,
-                       start_time=job.start, end_time=job.end, user_name="malleable")
+                       start_time=job.start, end_time=job.end, user_name=job.user)
             jobs.append(raw)
         return json.dumps({"meta": {}, "errors": [], "jobs": jobs})
 
@@ -192,7 +196,7 @@ class FakeSlurm:
 
     def _line(self, job: FakeJob) -> str:
         count = len(job.nodes) or job.want
-        return (f"JobId={job.job_id} JobName={job.name} UserId=malleable(2000) "
+        return (f"JobId={job.job_id} JobName={job.name} UserId={job.user}(2000) "
                 f"JobState={job.state} Reason=None NodeList={_hostlist(job.nodes) or '(null)'} "
                 f"NumNodes={count} NumCPUs={count} Comment={job.comment or '(null)'} "
                 f"TRES=cpu={count},node={count} Power=")

@@ -327,3 +327,24 @@ def test_stray_helpers_are_cancelled_on_every_poll_and_a_completing_one_reported
         cluster.drain_events()
     assert ["scancel", str(stuck.job_id)] not in fake.calls
     assert sum(f"helper allocation {stuck.job_id}" in r.message for r in caplog.records) == 1
+
+
+@pytest.mark.parametrize(("level", "allowed"), [("None", False), ("Operator", True),
+                                                ("Administrator", True)])
+def test_another_users_job_is_resized_only_by_an_operator(level: str, allowed: bool) -> None:
+    """Checked before any helper is allocated: Slurm refuses another user's shrink, but a
+    helper's nodes would be handed to that user's job."""
+    fake = FakeSlurm(node_names(4))
+    fake.admin_levels["malleable"] = level
+    job = fake.add_job(2)
+    job.user = "alice"
+    resizer = Resizer(SlurmCtl(fake, user="malleable"), sleep=lambda s: None)
+    if allowed:
+        assert resizer.resize(job.job_id, 3).outcome is Outcome.DONE
+        return
+    with pytest.raises(ResizeError, match="belongs to alice; malleable may not resize it"):
+        resizer.resize(job.job_id, 3)
+    assert not any(c[0] == "salloc" for c in fake.calls)
+    mine = fake.add_job(1)  # one's own job needs no level, and the level is asked once
+    resizer.resize(mine.job_id, 2)
+    assert sum(c[0] == "sacctmgr" for c in fake.calls) == 1

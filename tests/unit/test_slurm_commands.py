@@ -73,3 +73,17 @@ def test_resize_unreachable_site_is_an_external_error(
         config: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["resize", "--config", str(config), "--site", "vu", "5", "2"]) == 3
     assert "cannot read known_hosts" in capsys.readouterr().err
+
+
+def test_resize_beyond_the_site_is_infeasible_at_once(config: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from malleable.adapters.slurm.ctl import SlurmCtl
+    from malleable.commands import resize
+    from tests.fakes.slurm import FakeSlurm, node_names
+
+    fake = FakeSlurm(node_names(4))
+    job = fake.add_job(2)
+    monkeypatch.setattr(resize, "ctl_for", lambda site: SlurmCtl(fake, user="malleable"))
+    assert main(["resize", "--config", str(config), "--site", "vu", str(job.job_id), "9"]) == 4
+    assert "9 nodes asked; the site has 4" in capsys.readouterr().err
+    assert not any(c[0] in ("salloc", "scontrol") for c in fake.calls)

@@ -8,10 +8,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.adapters.slurm.resize import Outcome, ResizeError, Resizer
 from malleable.adapters.slurm.sites import ctl_for
 from malleable.config import load_config
-from malleable.errors import ExternalError, InputError
+from malleable.errors import ExternalError, InfeasibleError, InputError
 
 
 def register(sub: Any) -> None:
@@ -21,7 +22,9 @@ def register(sub: Any) -> None:
                     "NumNodes`, an expansion through a helper allocation (salloc "
                     "--dependency=expand). Waits until Slurm shows the new size (read back with "
                     "scontrol). Exit 0 when the job has NODES nodes; 3 with Slurm's reason when "
-                    "the resize was refused or only partly done; 2 for a job that is not running.",
+                    "the resize was refused or only partly done; 2 for a job that is not running "
+                    "or that the connecting user may not resize (another user's, without "
+                    "Slurm's operator level); 4 for more nodes than the site has.",
     )
     p.add_argument("--config", type=Path, required=True, metavar="FILE",
                    help="clusters config (TOML, e.g. from `malleable testbed config`)")
@@ -42,6 +45,10 @@ def run(args: argparse.Namespace) -> int:
     site = load_config(args.config).site(args.site)
     ctl = ctl_for(site)
     try:
+        total = _site_nodes(ctl)
+        if args.nodes > total:
+            raise InfeasibleError(f"{site.name}: {args.nodes} nodes asked; the site has {total}"
+                                  f"{' in partition ' + ctl.partition if ctl.partition else ''}")
         resizer = Resizer(ctl, run_tag="admin", expand_wait=args.expand_wait)
         try:
             result = resizer.resize(args.jobid, args.nodes)
@@ -59,3 +66,9 @@ def run(args: argparse.Namespace) -> int:
     if result.outcome is not Outcome.DONE:
         raise ExternalError(f"{site.name}: {result.describe()}")
     return 0
+
+
+def _site_nodes(ctl: SlurmCtl) -> int:
+    """Nodes in service on the site (in its partition, if one is configured)."""
+    part = ctl.partition
+    return sum(n.in_service for n in ctl.poll().nodes if part is None or part in n.partitions)

@@ -54,10 +54,12 @@ class SlurmCtl:
     """The Slurm client commands of one site."""
 
     def __init__(self, runner: CommandRunner, timeout: float = 30.0,
-                 partition: str | None = None) -> None:
+                 partition: str | None = None, user: str | None = None) -> None:
         self.runner = runner
         self.timeout = timeout
         self.partition = partition
+        self.user = user
+        """The user the commands run as (None: not known)."""
 
     def _run(self, argv: Sequence[str], *, check: bool = True, input: str | None = None,
              timeout: float | None = None) -> Result:
@@ -95,6 +97,13 @@ class SlurmCtl:
                 "--format=JobID,JobName,State,NNodes,Start,End",
                 "--jobs=" + ",".join(str(j) for j in job_ids)]
         return parse_sacct(self._run(argv).stdout)
+
+    def admin_level(self, user: str) -> str:
+        """``user``'s Slurm admin level (None, Operator, Administrator) from sacctmgr."""
+        argv = ["sacctmgr", "--noheader", "--parsable2", "show", "user", user,
+                "format=AdminLevel"]
+        lines = self._run(argv, check=False).stdout.split()
+        return lines[0] if lines else "None"
 
     # ------------------------------------------------------------ acting
 

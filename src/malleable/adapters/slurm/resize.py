@@ -85,6 +85,7 @@ class Resizer:
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
     _last_shrink: dict[int, float] = field(default_factory=dict)
+    _levels: dict[str, str] = field(default_factory=dict)
 
     def running(self, job_id: int) -> SlurmJob:
         """The job read back; ResizeError unless it is running with nodes."""
@@ -93,7 +94,23 @@ class Resizer:
             raise ResizeError(f"job {job_id} is not known to Slurm")
         if job.state is not JobState.RUNNING or job.state_raw.split()[0] != "RUNNING":
             raise ResizeError(f"job {job_id} is {job.state_raw or 'in no state'}, not RUNNING")
+        self._may_resize(job)
         return job
+
+    def _may_resize(self, job: SlurmJob) -> None:
+        """ResizeError unless the job is ours or we are a Slurm operator or administrator:
+        checked before anything is tried (Slurm refuses another user's shrink, but an
+        expansion's helper would hand its nodes to that user's job)."""
+        me = self.ctl.user
+        if me is None or not job.user or job.user == me or me == "root":
+            return
+        level = self._levels.get(me)
+        if level is None:
+            level = self._levels[me] = self.ctl.admin_level(me)
+        if level not in ("Operator", "Administrator"):
+            raise ResizeError(f"job {job.job_id} belongs to {job.user}; {me} may not resize "
+                              f"it (Slurm admin level {level}: an operator or administrator "
+                              "level is needed)")
 
     def resize(self, job_id: int, target: int) -> ResizeResult:
         """Shrink or expand ``job_id`` to ``target`` nodes."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import getpass
+
 from malleable.adapters.shell import CommandRunner, LocalRunner, SSHRunner
 from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.config import SiteConfig
@@ -13,5 +15,6 @@ def runner_for(site: SiteConfig) -> CommandRunner:
 
 
 def ctl_for(site: SiteConfig, runner: CommandRunner | None = None) -> SlurmCtl:
-    """The site's Slurm commands, with its partition and command timeout."""
-    return SlurmCtl(runner or runner_for(site), site.command_timeout, site.partition)
+    """The site's Slurm commands, with its partition, command timeout and user."""
+    user = getpass.getuser() if site.ssh is None else site.ssh.user
+    return SlurmCtl(runner or runner_for(site), site.command_timeout, site.partition, user)
