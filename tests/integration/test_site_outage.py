@@ -41,11 +41,11 @@ def quiet(small_testbed: Testbed) -> Iterator[Testbed]:
 
 
 def _controller_up(tb: Testbed) -> bool:
-    return tb.exec("uva", ["scontrol", "ping"], timeout=20).stdout.count("UP") > 0
+    return "UP" in tb.exec("uva", ["scontrol", "ping"], timeout=40).stdout
 
 
 def _start_controller(tb: Testbed) -> None:
-    if tb.exec("uva", ["pgrep", "-x", "slurmctld"]).rc != 0:
+    if tb.exec("uva", ["pgrep", "-x", "slurmctld"]).returncode != 0:
         tb.exec("uva", ["/usr/sbin/slurmctld"], check=True)
     wait_for(lambda: _controller_up(tb), 60, "uva's slurmctld to answer again")
 
