@@ -52,22 +52,26 @@ class SiteHealth:
     def counted(self, online: bool) -> None:
         """Count one cycle in which the site was (or was not) in the view."""
         self.cycles += 1
-        if not online:
-            self.offline_cycles += 1
+        if online:
+            return
+        self.offline_cycles += 1
+        if self.online:  # offline without a failure: its poll is still running
+            self._down("its poll has not answered yet")
 
     def failed(self, error: str) -> None:
-        now = self.clock()
         self.failures += 1
         self.total_failures += 1
         self.last_error = error
-        self._retry_at = now + min(self.ceiling, self.base * 2 ** (self.failures - 1))
+        self._retry_at = self.clock() + min(self.ceiling, self.base * 2 ** (self.failures - 1))
         if self.online:
-            self.online, self.outages, self._down_since = False, self.outages + 1, now
-            logger.warning("site %s is unavailable (%s); the other sites go on", self.name,
-                           error)
+            self._down(error)
         else:
             logger.info("site %s: still unavailable (%d failures in a row): %s", self.name,
                         self.failures, error)
+
+    def _down(self, why: str) -> None:
+        self.online, self.outages, self._down_since = False, self.outages + 1, self.clock()
+        logger.warning("site %s is unavailable (%s); the other sites go on", self.name, why)
 
     def succeeded(self) -> None:
         if not self.online and self._down_since is not None:

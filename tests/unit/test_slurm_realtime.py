@@ -237,6 +237,8 @@ def test_a_hung_poll_is_left_running_and_its_site_skipped() -> None:
     driver.on_cycle = lambda now: release.set() if driver.finished else None
     outcome = driver.run()
     assert outcome.stopped == "done" and len(calls) == 1  # never a second poll meanwhile
+    bad_health = driver.manager.health["bad"].summary()
+    assert bad_health["outages"] == 1 and bad_health["failures"] == 0  # slow, not failed
     assert all(r.cluster == "good" for r in driver.manager.records.values())
 
 
