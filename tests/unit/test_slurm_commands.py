@@ -23,6 +23,8 @@ known_hosts = "kh"
 def config(tmp_path: Path) -> Path:
     path = tmp_path / "clusters.toml"
     path.write_text(CONFIG)
+    (tmp_path / "k").write_text("")  # load_config checks that the key files exist
+    (tmp_path / "kh").write_text("")
     return path
 
 
@@ -72,4 +74,13 @@ def test_resize_bad_input(config: Path, capsys: pytest.CaptureFixture[str]) -> N
 def test_resize_unreachable_site_is_an_external_error(
         config: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["resize", "--config", str(config), "--site", "vu", "5", "2"]) == 3
-    assert "cannot read known_hosts" in capsys.readouterr().err
+    assert "cannot connect" in capsys.readouterr().err
+
+
+def test_a_missing_known_hosts_file_is_bad_input_at_load(
+        config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (config.parent / "kh").unlink()
+    assert main(["resize", "--config", str(config), "--site", "vu", "5", "2"]) == 2
+    err = capsys.readouterr().err
+    assert f"clusters.vu.known_hosts: {config.parent / 'kh'}: no such file" in err
+    assert err.count("\n") == 1
