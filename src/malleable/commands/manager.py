@@ -19,6 +19,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from malleable import argtypes
 from malleable.commands.common import add_policy_arguments, policy_from_args, print_summary
 from malleable.config import load_config
 from malleable.errors import InputError
@@ -56,7 +57,7 @@ def register(sub: Any) -> None:
     r.add_argument("--workload", default="wm", metavar="NAME|PATH",
                    help="a KOALA workload name (wm, wmr, wm-prime, wmr-prime) or an SWF file")
     r.add_argument("--jobs", type=int, metavar="N", help="only the first N jobs of the workload")
-    r.add_argument("--seed", type=int, default=1, help="seed of a generated workload")
+    r.add_argument("--seed", type=argtypes.seed, default=1, help="seed of a generated workload")
     r.add_argument("--time-scale", type=float, default=1.0, metavar="F",
                    help="real seconds per workload second (0.05: 20 times faster; default 1)")
     r.add_argument("--poll", type=float, default=1.0, metavar="S",

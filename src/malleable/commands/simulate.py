@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from malleable import argtypes
 from malleable.commands.common import add_policy_arguments, policy_from_args, print_summary
 from malleable.errors import InputError
 from malleable.metrics.summary import jsonable
@@ -32,7 +33,7 @@ def register(sub: Any) -> None:
                         "a clusters config (each site's nodes, reserve and speed)")
     p.add_argument("--workload", default="wm", metavar="{" + ",".join(KOALA_WORKLOADS) + ",PATH}",
                    help="a KOALA workload name or a malleable SWF file (docs/workloads.md)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the generated workload")
+    p.add_argument("--seed", type=argtypes.seed, default=1, help="seed of the generated workload")
     p.add_argument("--out", type=Path, help="directory for jobs.csv and summary.json")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--reconfig-cost", type=float, default=0.0, metavar="S",

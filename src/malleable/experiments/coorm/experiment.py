@@ -24,6 +24,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from malleable import argtypes
 from malleable.errors import InputError
 from malleable.experiments.coorm.runs import RunOutcome, RunSpec, Setup, quartiles, run_one
 
@@ -64,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="cluster count for Fig. 7 (default 4)")
     parser.add_argument("--fig7-instances", type=int, default=None,
                         help="W1 instances for Fig. 7 (default 4)")
-    parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    parser.add_argument("--seed", type=argtypes.seed, default=1, help="random seed (default 1)")
     parser.add_argument("--swf", type=Path, default=None,
                         help="take legacy jobs from this SWF trace instead of the model")
     parser.add_argument("--swf-cores-per-host", type=int, default=1,
