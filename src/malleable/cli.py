@@ -15,6 +15,7 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from malleable import __version__
 from malleable.errors import MalleableError
@@ -60,10 +61,39 @@ def _configure_logging(verbosity: int) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
+def _created_by(out: object) -> list[Path]:
+    """The directories a command would create for ``--out`` (deepest first)."""
+    if not isinstance(out, Path):
+        return []
+    missing = []
+    for path in (out, *out.parents):
+        if path.exists():
+            break
+        missing.append(path)
+    return missing
+
+
+def _remove_empty(dirs: list[Path]) -> None:
+    """Remove the directories of ``dirs`` a failed command created and left empty."""
+    for path in dirs:
+        try:
+            path.rmdir()
+        except OSError:  # not empty, or gone: keep what is there
+            return
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _configure_logging(args.verbose)
+    new_dirs = _created_by(getattr(args, "out", None))
+    code = _run(args)
+    if code != 0:
+        _remove_empty(new_dirs)
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args))
     except MalleableError as exc:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from malleable import argtypes
 from malleable.commands.common import add_policy_arguments, policy_from_args, print_summary
 from malleable.config import load_config
-from malleable.errors import InputError
+from malleable.errors import ExternalError, InputError
 from malleable.metrics.summary import jsonable, output_dir
 from malleable.service import (
     ManagerRun,
@@ -110,6 +111,9 @@ def run(args: argparse.Namespace) -> int:
             summary = finish(job, out, stopped, args.compare_sim)
         finally:
             job.close()
+    except ExternalError:  # a site did not answer: the run can go on later
+        _say_state_kept(store.path)
+        raise
     finally:
         store.close()
     if args.json:
@@ -121,6 +125,13 @@ def run(args: argparse.Namespace) -> int:
                                    "same command to take the run up again")
         return 130 if stopped == "signal" else 3
     return 0
+
+
+def _say_state_kept(path: str | Path) -> None:
+    """The note a failed run prints before its error: the state it leaves is for a resume."""
+    print(f"malleable: the run's state is kept in {path} (and its directory): run the same "
+          "command again to take the run up where it stopped, or delete them to start afresh",
+          file=sys.stderr)
 
 
 def _drive(job: ManagerRun, args: argparse.Namespace) -> str:

@@ -183,10 +183,21 @@ def run_config(args: argparse.Namespace) -> int:
 
 def run_down(args: argparse.Namespace) -> int:
     tb = Testbed(args.name)
+    _check_exists(tb)
     with Console(stderr=True).status(f"taking testbed {tb.name} down"):
         tb.down()
     print(f"testbed {tb.name} removed")
     return 0
+
+
+def _check_exists(tb: Testbed) -> None:
+    """InputError (exit 2, nothing done) for a testbed with neither a state directory nor
+    containers: `down` must not report a removal that did not happen."""
+    if tb.state.path.exists() or tb.containers():
+        return
+    others = ", ".join(list_testbeds(tb.docker)) or "none"
+    raise InputError(f"no testbed named {tb.name!r}: nothing to take down (testbeds with "
+                     f"containers here: {others})")
 
 
 def run_list(args: argparse.Namespace) -> int:

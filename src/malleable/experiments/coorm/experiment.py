@@ -27,6 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from malleable import argtypes
 from malleable.errors import InputError
 from malleable.experiments.coorm.runs import RunOutcome, RunSpec, Setup, quartiles, run_one
+from malleable.workloads.swf import read_swf
 
 SERIES: tuple[tuple[str, str], ...] = (("oar", "W0"), ("coorm", "W0"), ("coorm", "W1"),
                                        ("coorm", "W2"), ("coorm", "W3"))
@@ -107,8 +108,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
         seed=args.seed,
         swf=str(args.swf) if args.swf is not None else None,
         swf_cores_per_host=_positive(args.swf_cores_per_host, 1, "--swf-cores-per-host"))
-    if args.swf is not None and not args.swf.is_file():
-        raise InputError(f"--swf {args.swf}: no such file")
+    if args.swf is not None:
+        read_swf(args.swf)  # a bad trace is refused before anything runs
     plan = Plan(
         setup=setup,
         clusters=parse_clusters(args.clusters or ("1,2" if quick else "1-8")),
