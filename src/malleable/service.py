@@ -36,7 +36,7 @@ from malleable.errors import InputError
 from malleable.manager import Manager
 from malleable.metrics.records import JobRecord
 from malleable.metrics.summary import jsonable, output_dir, summarize, write_records
-from malleable.model import DAS3, Cluster, JobSpec
+from malleable.model import DAS3, Cluster, JobSpec, Operation
 from malleable.policies.registry import PolicySpec, factory
 from malleable.realtime import RealtimeDriver
 from malleable.sim.run import SimConfig, SimResult, check_jobs, simulate
@@ -131,10 +131,11 @@ def policy_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return {"policy_options": rest} if rest else {}
 
 
-def write_outputs(out: Path, records: Sequence[JobRecord], summary: Mapping[str, Any]) -> None:
+def write_outputs(out: Path, records: Sequence[JobRecord], summary: Mapping[str, Any],
+                  operations: Sequence[Operation]) -> None:
     """``jobs.csv`` and ``summary.json`` in ``out`` (created)."""
     output_dir(out)
-    write_records(out / "jobs.csv", records)
+    write_records(out / "jobs.csv", records, operations)
     (out / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
 
 
@@ -284,7 +285,7 @@ def finish(run: ManagerRun, out: Path, stopped: str, compare_sim: bool = False
                    run_id=run.info.run_id, sites=",".join(run.adapters), nodes=nodes,
                    stopped=stopped, resizes=run.store.resize_outcomes())
     summary.update(policy_options(run.policy.options))
-    write_records(out / "jobs.csv", records)
+    write_records(out / "jobs.csv", records, run.manager.operations)
     if compare_sim:
         summary["simulated"] = simulate_twin(run, out / "simulated")
     (out / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
@@ -306,5 +307,5 @@ def simulate_twin(run: ManagerRun, out: Path) -> dict[str, Any]:
     result, summary = run_simulation(run.workload, clusters, run.policy, SimConfig())
     for key in ("approach", "policy", "policy_options"):
         summary.pop(key, None)
-    write_outputs(out, result.records, summary)
+    write_outputs(out, result.records, summary, result.operations)
     return summary

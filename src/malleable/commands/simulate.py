@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     if args.platform != "das3":
         summary["platform"] = args.platform
     if args.out is not None:
-        write_outputs(args.out, result.records, summary)
+        write_outputs(args.out, result.records, summary, result.operations)
     if args.json:
         print(json.dumps(jsonable(summary)))
     else:
