@@ -51,7 +51,7 @@ def test_an_unreachable_site_keeps_the_state_and_says_so(
     def unreachable(*args: object, **kwargs: object) -> None:
         raise ExternalError("ssh u@127.0.0.1:1: cannot connect: connection refused")
 
-    monkeypatch.setattr("malleable.commands.manager.open_run", unreachable)
+    monkeypatch.setattr("malleable.service.open_run", unreachable)
     (tmp_path / "k").write_text("")
     (tmp_path / "kh").write_text("")
     config = tmp_path / "c.toml"

@@ -15,27 +15,14 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from typing import TYPE_CHECKING, Any
 
 from malleable import argtypes
 from malleable.commands.common import add_policy_arguments, policy_from_args, print_summary
-from malleable.config import load_config
 from malleable.errors import ExternalError, InputError
-from malleable.metrics.summary import jsonable, output_dir
-from malleable.service import (
-    ManagerRun,
-    RunRequest,
-    drive,
-    finish,
-    finished,
-    open_run,
-    select_sites,
-    write_workload,
-)
-from malleable.store import Store
+
+if TYPE_CHECKING:  # imported when a run starts: building the CLI parser stays light
+    from malleable.service import ManagerRun, RunRequest
 
 
 def register(sub: Any) -> None:
@@ -91,6 +78,9 @@ def _check_args(args: argparse.Namespace) -> None:
 
 def request(args: argparse.Namespace) -> RunRequest:
     """The run the command line asks for (policy over the config's ``[policy]``)."""
+    from malleable.config import load_config
+    from malleable.service import RunRequest, select_sites
+
     config = load_config(args.config)
     policy = policy_from_args(args, config.policy, config.source)
     return RunRequest(select_sites(config, args.sites), policy, args.workload, args.seed,
@@ -98,6 +88,12 @@ def request(args: argparse.Namespace) -> RunRequest:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from malleable.metrics.summary import jsonable, output_dir
+    from malleable.service import finish, open_run, write_workload
+    from malleable.store import Store
+
     _check_args(args)
     asked = request(args)
     out: Path = args.out
@@ -135,6 +131,11 @@ def _say_state_kept(path: str | Path) -> None:
 
 
 def _drive(job: ManagerRun, args: argparse.Namespace) -> str:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from malleable.service import drive, finished
+
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task(f"{job.policy.label()} on {','.join(job.adapters)}",

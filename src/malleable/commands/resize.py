@@ -8,8 +8,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from malleable.adapters.slurm.resize import Outcome, ResizeError, Resizer
-from malleable.adapters.slurm.sites import ctl_for
 from malleable.config import load_config
 from malleable.errors import ExternalError, InputError
 
@@ -35,6 +33,9 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from malleable.adapters.slurm.resize import Outcome, ResizeError, Resizer
+    from malleable.adapters.slurm.sites import ctl_for
+
     if args.nodes < 1:
         raise InputError(f"NODES must be at least 1, not {args.nodes} (use scancel to end a job)")
     if not args.expand_wait > 0:

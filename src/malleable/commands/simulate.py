@@ -6,17 +6,15 @@ import argparse
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from malleable import argtypes
 from malleable.commands.common import add_policy_arguments, policy_from_args, print_summary
 from malleable.errors import InputError
-from malleable.metrics.summary import jsonable
-from malleable.service import platform, run_simulation, write_outputs
-from malleable.sim.background import BackgroundSpec
-from malleable.sim.run import SimConfig
 from malleable.workloads.koala import KOALA_WORKLOADS
-from malleable.workloads.load import load_workload
+
+if TYPE_CHECKING:
+    from malleable.sim.run import SimConfig
 
 
 def register(sub: Any) -> None:
@@ -46,6 +44,9 @@ def register(sub: Any) -> None:
 
 
 def _config(args: argparse.Namespace) -> SimConfig:
+    from malleable.sim.background import BackgroundSpec
+    from malleable.sim.run import SimConfig
+
     for flag in ("reconfig_cost", "release_delay", "background"):
         value = getattr(args, flag)
         if value < 0 or not math.isfinite(value):
@@ -56,6 +57,10 @@ def _config(args: argparse.Namespace) -> SimConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    from malleable.metrics.summary import jsonable
+    from malleable.service import platform, run_simulation, write_outputs
+    from malleable.workloads.load import load_workload
+
     policy = policy_from_args(args)
     clusters = platform(args.platform)
     config = _config(args)
