@@ -179,6 +179,16 @@ class AppCatalog:
         return (app == "fixed" or _serial_fraction(app) is not None
                 or self._model(app) is not None)
 
+    def problem(self, app: str) -> str:
+        """Why ``app`` names no model ("" when it does): ``amdahl:S`` with ``S`` outside
+        [0, 1] or not a number, or an unknown name (with the valid ones)."""
+        if self.known(app):
+            return ""
+        if app.startswith("amdahl:"):
+            return (f"application {app!r}: the serial fraction must be in [0, 1] "
+                    "(amdahl:S, e.g. amdahl:0.1)")
+        return f"unknown application {app!r}; valid: {', '.join(self.names())}"
+
     def rule(self, app: str) -> SizeRule:
         """The size rule ``app`` declares (ANY for generic or unknown models)."""
         if _generic(app):

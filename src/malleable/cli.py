@@ -1,5 +1,7 @@
 """The ``malleable`` command.
 
+Building the parser imports no plotting, SSH or array library (matplotlib, paramiko,
+numpy): a command imports what it needs when it runs, so ``--help`` starts at once.
 Each family of subcommands lives in its own module, which exposes
 ``register(subparsers)``; the module adds its parsers and sets ``func`` on each
 (``func(args) -> int``). Exit codes:
@@ -15,6 +17,7 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from malleable import __version__
 from malleable.errors import MalleableError
@@ -34,6 +37,14 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+DESCRIPTION = (
+    "Schedule malleable parallel jobs (jobs that grow and shrink while they run): simulate "
+    "any policy on modelled clusters, reproduce the published experiments, run the "
+    "malleability manager on real Slurm sites, launch malleable MPI applications, and bring "
+    "up a containerized multi-cluster Slurm testbed."
+)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that exits with 2 and one line, as every other input error."""
 
@@ -42,7 +53,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="malleable", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="malleable", description=DESCRIPTION,
+                     epilog="Exit codes: 0 success, 1 unexpected failure, 2 bad input or usage, "
+                            "3 a cluster, command or container failed, 4 infeasible request, "
+                            "130 interrupted. `malleable COMMAND --help` for each command.")
     parser.add_argument("--version", action="version", version=f"malleable {__version__}")
     parser.add_argument(
         "-v", "--verbose", action="count", default=0,
@@ -55,15 +69,56 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _HumanFormatter(logging.Formatter):
+    """``malleable: warning: message``, as the error lines (no timestamp, no logger name)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"malleable: {record.levelname.lower()}: {record.getMessage()}"
+
+
 def _configure_logging(verbosity: int) -> None:
+    """Warnings in the errors' one-line style; with -v (info) or -vv (debug), timestamps
+    and logger names too."""
     level = logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(_HumanFormatter() if verbosity == 0 else logging.Formatter(
+        "%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
+
+
+def _created_by(out: object) -> list[Path]:
+    """The directories a command would create for ``--out`` (deepest first)."""
+    if not isinstance(out, Path):
+        return []
+    missing = []
+    for path in (out, *out.parents):
+        if path.exists():
+            break
+        missing.append(path)
+    return missing
+
+
+def _remove_empty(dirs: list[Path]) -> None:
+    """Remove the directories of ``dirs`` a failed command created and left empty."""
+    for path in dirs:
+        try:
+            path.rmdir()
+        except OSError:  # not empty, or gone: keep what is there
+            return
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _configure_logging(args.verbose)
+    new_dirs = _created_by(getattr(args, "out", None))
+    code = _run(args)
+    if code != 0:
+        _remove_empty(new_dirs)
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args))
     except MalleableError as exc:

@@ -28,7 +28,9 @@ to reach them (TOML, the format ``malleable testbed config`` prints).
 Parsed with :mod:`tomllib` into frozen dataclasses. Unknown keys, wrong types and
 missing values raise :class:`~malleable.errors.InputError` naming the file, the key
 path and the valid keys. Relative paths are taken from the file's directory.
-Loading reads the file only: it never connects anywhere.
+Loading reads the file (UTF-8, a leading byte-order mark allowed) and checks that each
+site's ``key`` and ``known_hosts`` files exist: it never connects anywhere.
+:func:`parse_config` checks a parsed document without touching the file system.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from malleable.errors import InputError
+from malleable.errors import InputError, read_text
 from malleable.policies.registry import PolicySpec
 
 _SSH_KEYS = ("host", "port", "user", "key", "known_hosts", "connect_timeout", "host_key_alias")
@@ -108,15 +110,26 @@ class ClustersConfig:
 def load_config(path: str | Path) -> ClustersConfig:
     """Read and check a clusters config file."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read config: {exc.strerror}", source=str(path)) from None
+    text = read_text(path, "config")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML: {exc}", source=str(path)) from None
-    return parse_config(data, str(path), path.resolve().parent)
+    config = parse_config(data, str(path), path.resolve().parent)
+    check_files(config)
+    return config
+
+
+def check_files(config: ClustersConfig) -> None:
+    """InputError, at load rather than at the first connection, for a site whose SSH
+    ``key`` or ``known_hosts`` is not an existing file."""
+    for site in config.sites:
+        if site.ssh is None:
+            continue
+        for key, file in (("key", site.ssh.key), ("known_hosts", site.ssh.known_hosts)):
+            if not file.is_file():
+                raise InputError(f"clusters.{site.name}.{key}: {file}: no such file (the "
+                                 "path may come from the [ssh] table)", source=config.source)
 
 
 def parse_config(data: Mapping[str, Any], source: str = "<config>",
@@ -198,7 +211,7 @@ class _Where:
                                                  "it may also come from the [ssh] table)")
         return SSHTarget(
             host=self.text(merged, "host", path),
-            port=self.integer(merged, "port", path, 1, default=22),
+            port=self.integer(merged, "port", path, 1, default=22, high=65535),
             user=self.text(merged, "user", path),
             key=self.path(merged, "key", path),
             known_hosts=self.path(merged, "known_hosts", path),
@@ -218,10 +231,12 @@ class _Where:
         return value if value.is_absolute() else self.base / value
 
     def integer(self, table: dict[str, Any], key: str, path: str, low: int,
-                default: int | None = None) -> int:
+                default: int | None = None, high: int | None = None) -> int:
         value = table.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise self.fail(f"{path}.{key}", f"must be an integer >= {low}, not {value!r}")
+        if (isinstance(value, bool) or not isinstance(value, int) or value < low
+                or (high is not None and value > high)):
+            wanted = f"in [{low}, {high}]" if high is not None else f">= {low}"
+            raise self.fail(f"{path}.{key}", f"must be an integer {wanted}, not {value!r}")
         return value
 
     def number(self, table: dict[str, Any], key: str, path: str, default: float) -> float:

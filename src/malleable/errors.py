@@ -6,6 +6,8 @@ The command line turns these into one line on stderr and the exit code below
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class MalleableError(Exception):
     """Base of every error malleable reports to a user."""
@@ -37,3 +39,18 @@ class InfeasibleError(MalleableError):
     """A request that can never be met (more nodes than a cluster has...). Exit code 4."""
 
     exit_code = 4
+
+
+def read_text(path: str | Path, what: str = "file") -> str:
+    """The text of a user's UTF-8 file (a leading byte-order mark dropped); InputError
+    ``FILE: cannot read WHAT: ...`` or ``FILE: not UTF-8 text (...)`` otherwise."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror or exc}", source=str(path)) from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise InputError(f"not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line})",
+                         source=str(path)) from None

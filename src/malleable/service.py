@@ -25,24 +25,24 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from malleable.adapters.slurm.cluster import SlurmCluster
-from malleable.adapters.slurm.payload import Payload
-from malleable.adapters.slurm.sites import ctl_for
 from malleable.clock import ScaledClock
 from malleable.config import ClustersConfig, SiteConfig, load_config
 from malleable.errors import ExternalError, InputError
 from malleable.manager import Manager
 from malleable.metrics.records import JobRecord
 from malleable.metrics.summary import jsonable, output_dir, summarize, write_records
-from malleable.model import DAS3, Cluster, JobSpec
+from malleable.model import DAS3, Cluster, JobSpec, Operation
 from malleable.policies.registry import PolicySpec, factory
 from malleable.realtime import RealtimeDriver
 from malleable.sim.run import SimConfig, SimResult, check_jobs, simulate
 from malleable.store import Resumed, RunInfo, Store, resume
 from malleable.workloads.load import load_workload
 from malleable.workloads.swf import write_swf
+
+if TYPE_CHECKING:  # imported where a real run needs them: a simulation never loads paramiko
+    from malleable.adapters.slurm.cluster import SlurmCluster
 
 logger = logging.getLogger(__name__)
 
@@ -131,10 +131,11 @@ def policy_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return {"policy_options": rest} if rest else {}
 
 
-def write_outputs(out: Path, records: Sequence[JobRecord], summary: Mapping[str, Any]) -> None:
+def write_outputs(out: Path, records: Sequence[JobRecord], summary: Mapping[str, Any],
+                  operations: Sequence[Operation]) -> None:
     """``jobs.csv`` and ``summary.json`` in ``out`` (created)."""
     output_dir(out)
-    write_records(out / "jobs.csv", records)
+    write_records(out / "jobs.csv", records, operations)
     (out / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
 
 
@@ -188,6 +189,10 @@ def select_sites(config: ClustersConfig, names: str | None) -> tuple[SiteConfig,
 
 def build_adapters(sites: Sequence[SiteConfig], clock: ScaledClock, info: RunInfo,
                    store: Store) -> dict[str, SlurmCluster]:
+    from malleable.adapters.slurm.cluster import SlurmCluster
+    from malleable.adapters.slurm.payload import Payload
+    from malleable.adapters.slurm.sites import ctl_for
+
     return {site.name: SlurmCluster(site.name, ctl_for(site), clock, info.run_id,
                                     Payload(info.time_scale, site.speed), site.reserve,
                                     site.speed, journal=store) for site in sites}
@@ -294,7 +299,7 @@ def finish(run: ManagerRun, out: Path, stopped: str, compare_sim: bool = False
                    site_health={name: h.summary() for name, h in run.manager.health.items()},
                    cycles=len(run.cycle_seconds), cycle_p95_s=_p95(run.cycle_seconds))
     summary.update(policy_options(run.policy.options))
-    write_records(out / "jobs.csv", records)
+    write_records(out / "jobs.csv", records, run.manager.operations)
     if compare_sim:
         summary["simulated"] = simulate_twin(run, out / "simulated")
     (out / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
@@ -327,5 +332,5 @@ def simulate_twin(run: ManagerRun, out: Path) -> dict[str, Any]:
     result, summary = run_simulation(run.workload, clusters, run.policy, SimConfig())
     for key in ("approach", "policy", "policy_options"):
         summary.pop(key, None)
-    write_outputs(out, result.records, summary)
+    write_outputs(out, result.records, summary, result.operations)
     return summary

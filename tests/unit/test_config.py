@@ -14,7 +14,7 @@ GOOD = """
 [ssh]
 user = "root"
 key = "keys/id_ed25519"
-known_hosts = "/abs/known_hosts"
+known_hosts = "ABS/known_hosts"
 
 [clusters.vu]
 host = "127.0.0.1"
@@ -34,8 +34,13 @@ speed = 1.5
 
 
 def _write(tmp_path: Path, text: str) -> Path:
+    """The config in tmp_path, ABS standing for tmp_path, with the key files it names
+    (load_config checks that they exist)."""
     path = tmp_path / "clusters.toml"
-    path.write_text(text)
+    path.write_text(text.replace("ABS", str(tmp_path)))
+    for name in ("keys/id_ed25519", "known_hosts", "secrets/id_ed25519", "secrets/known_hosts"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text("")
     return path
 
 
@@ -46,7 +51,7 @@ def test_sites_in_file_order_with_defaults_and_overrides(tmp_path: Path) -> None
     assert vu.ssh is not None and uva.ssh is not None
     assert (vu.ssh.host, vu.ssh.port, vu.ssh.user) == ("127.0.0.1", 40022, "root")
     assert vu.ssh.key == tmp_path / "keys" / "id_ed25519"  # relative to the file
-    assert vu.ssh.known_hosts == Path("/abs/known_hosts")
+    assert vu.ssh.known_hosts == tmp_path / "known_hosts"
     assert (vu.nodes, vu.partition, vu.reserve, vu.speed) == (85, "batch", 0, 1.0)
     assert (uva.ssh.user, uva.reserve, uva.speed, uva.nodes) == ("alice", 2, 1.5, None)
     assert config.site("uva") is uva
@@ -74,7 +79,7 @@ def test_a_host_in_the_ssh_defaults_applies_to_every_site() -> None:
     ("x = 1\n", "x: unknown key"),
     ("[clusters.vu]\nhost = 'h'\nuser = 'u'\nknown_hosts = '/k'\n", "clusters.vu.key: missing"),
     ("[clusters.vu]\nhost = 'h'\nport = 'x'\nuser='u'\nkey='/k'\nknown_hosts='/k'\n",
-     "clusters.vu.port: must be an integer >= 1"),
+     "clusters.vu.port: must be an integer in [1, 65535], not 'x'"),
     ("[clusters.vu]\nreserve = -1\n", "clusters.vu.reserve: must be an integer >= 0"),
     ("[clusters.vu]\nnodes = true\n", "clusters.vu.nodes: must be an integer"),
     ("[clusters.vu]\nspeed = 0\n", "clusters.vu.speed: must be a positive number"),
@@ -114,8 +119,8 @@ host = "127.0.0.1"
 port = 49153
 address = "172.19.0.7"
 user = "malleable"
-key = "/root/.local/state/malleable/testbeds/default/secrets/id_ed25519"
-known_hosts = "/root/.local/state/malleable/testbeds/default/secrets/known_hosts"
+key = "ABS/secrets/id_ed25519"
+known_hosts = "ABS/secrets/known_hosts"
 controller = "vu-ctl"
 '''
 
@@ -127,3 +132,63 @@ def test_reads_what_testbed_config_prints(tmp_path: Path) -> None:
         "malleable", 49153, "batch", 85)
     assert (site.kind, site.slurm_cluster, site.controller, site.address) == (
         "slurm", "vu", "vu-ctl", "172.19.0.7")
+
+
+SITE = ("[clusters.vu]\nhost = 'h'\nuser = 'u'\nkey = 'keys/id_ed25519'\n"
+        "known_hosts = 'known_hosts'\n")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (SITE + "port = 65536\n", "clusters.vu.port: must be an integer in [1, 65535], not 65536"),
+    (SITE + "port = 99999999\n", "clusters.vu.port: must be an integer in [1, 65535]"),
+    (SITE + "port = 0\n", "clusters.vu.port: must be an integer in [1, 65535], not 0"),
+    (SITE + "port = -22\n", "clusters.vu.port: must be an integer in [1, 65535]"),
+    (SITE + "port = 22.5\n", "clusters.vu.port: must be an integer in [1, 65535], not 22.5"),
+    ("[ssh]\nport = 70000\n" + SITE, "clusters.vu.port: must be an integer in [1, 65535]"),
+    (SITE.replace("keys/id_ed25519", "keys/absent"),
+     "clusters.vu.key: ABS/keys/absent: no such file"),
+    (SITE.replace("'known_hosts'", "'nope/known_hosts'"),
+     "clusters.vu.known_hosts: ABS/nope/known_hosts: no such file"),
+    (SITE.replace("keys/id_ed25519", "keys"), "clusters.vu.key: ABS/keys: no such file"),
+    ("[ssh]\nkey = '/no/such/key'\n" + SITE.replace("key = 'keys/id_ed25519'\n", ""),
+     "clusters.vu.key: /no/such/key: no such file (the path may come from the [ssh] table)"),
+])
+def test_bad_ports_and_missing_key_files_are_refused_at_load(
+        tmp_path: Path, text: str, message: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(InputError) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}: " + message.replace("ABS", str(tmp_path)))
+
+
+def test_port_65535_and_existing_key_files_load(tmp_path: Path) -> None:
+    site = load_config(_write(tmp_path, SITE + "port = 65535\n")).site("vu")
+    assert site.ssh is not None and site.ssh.port == 65535
+
+
+@pytest.mark.parametrize("data", [b"[clusters.vu]\nnodes = 3 # caf\xe9\n", b"\xff\xfe[\x00",
+                                  b"\x80", b"[clusters.\xc3]\n"])
+def test_a_config_that_is_not_utf8_is_bad_input(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "c.toml"
+    path.write_bytes(data)
+    with pytest.raises(InputError) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}: not UTF-8 text (byte 0x")
+    assert info.value.exit_code == 2
+
+
+def test_a_config_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_bytes("\ufeff[clusters.vu]\nnodes = 3\n".encode())
+    assert load_config(path).site("vu").nodes == 3
+
+
+def test_the_cli_reports_a_latin1_config_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from malleable.cli import main
+
+    path = tmp_path / "c.toml"
+    path.write_bytes(b"# r\xe9sum\xe9\n[clusters.vu]\n")
+    assert main(["resize", "--config", str(path), "--site", "vu", "1", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"malleable: error: {path}: not UTF-8 text") and err.count("\n") == 1

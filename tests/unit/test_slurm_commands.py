@@ -23,6 +23,8 @@ known_hosts = "kh"
 def config(tmp_path: Path) -> Path:
     path = tmp_path / "clusters.toml"
     path.write_text(CONFIG)
+    (tmp_path / "k").write_text("")  # load_config checks that the key files exist
+    (tmp_path / "kh").write_text("")
     return path
 
 
@@ -72,18 +74,27 @@ def test_resize_bad_input(config: Path, capsys: pytest.CaptureFixture[str]) -> N
 def test_resize_unreachable_site_is_an_external_error(
         config: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["resize", "--config", str(config), "--site", "vu", "5", "2"]) == 3
-    assert "cannot read known_hosts" in capsys.readouterr().err
+    assert "cannot connect" in capsys.readouterr().err
+
+
+def test_a_missing_known_hosts_file_is_bad_input_at_load(
+        config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (config.parent / "kh").unlink()
+    assert main(["resize", "--config", str(config), "--site", "vu", "5", "2"]) == 2
+    err = capsys.readouterr().err
+    assert f"clusters.vu.known_hosts: {config.parent / 'kh'}: no such file" in err
+    assert err.count("\n") == 1
 
 
 def test_resize_beyond_the_site_is_infeasible_at_once(config: Path, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from malleable.adapters.slurm import sites
     from malleable.adapters.slurm.ctl import SlurmCtl
-    from malleable.commands import resize
     from tests.fakes.slurm import FakeSlurm, node_names
 
     fake = FakeSlurm(node_names(4))
     job = fake.add_job(2)
-    monkeypatch.setattr(resize, "ctl_for", lambda site: SlurmCtl(fake, user="malleable"))
+    monkeypatch.setattr(sites, "ctl_for", lambda site: SlurmCtl(fake, user="malleable"))
     assert main(["resize", "--config", str(config), "--site", "vu", str(job.job_id), "9"]) == 4
     assert "9 nodes asked; the site has 4" in capsys.readouterr().err
     assert not any(c[0] in ("salloc", "scontrol") for c in fake.calls)

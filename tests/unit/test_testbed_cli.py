@@ -45,3 +45,32 @@ def test_bad_topology_file_names_the_file(tmp_path: Path,
     path.write_text("[sites.a]\nnodes = 'many'\n")
     assert main(["testbed", "up", "--topology", str(path)]) == 2
     assert f"{path}: [sites.a] nodes must be an integer" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["nosuch", "default", "t1"])
+def test_down_of_a_testbed_that_does_not_exist_claims_nothing(
+        name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import malleable.commands.testbed as command
+    from malleable.testbed.runtime import Testbed
+
+    monkeypatch.setattr(Testbed, "containers", lambda self: [])
+    monkeypatch.setattr(command, "list_testbeds", lambda docker=None: {"other": {}})
+    monkeypatch.setattr(Testbed, "down", lambda self, **kw: pytest.fail("down was called"))
+    assert main(["testbed", "down", "--name", name]) == 2
+    captured = capsys.readouterr()
+    assert "removed" not in captured.out + captured.err
+    assert captured.err == (f"malleable: error: no testbed named {name!r}: nothing to take down"
+                            " (testbeds with containers here: other)\n")
+
+
+def test_down_of_a_testbed_with_state_takes_it_down(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from malleable.testbed.runtime import Testbed
+
+    (tmp_path / "state" / "half").mkdir(parents=True)
+    monkeypatch.setattr(Testbed, "containers", lambda self: [])
+    taken: list[str] = []
+    monkeypatch.setattr(Testbed, "down", lambda self, **kw: taken.append(self.name))
+    assert main(["testbed", "down", "--name", "half"]) == 0
+    assert taken == ["half"] and "testbed half removed" in capsys.readouterr().out

@@ -8,17 +8,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-
-from malleable.adapters.slurm.sites import ctl_for
 from malleable.config import SiteConfig, load_config
 from malleable.errors import ExternalError, InputError
 from malleable.runner.demo import EXAMPLES, DemoRun, example_source, parse_schedule, run_schedule
-from malleable.runner.job import MpiJob
 from malleable.runner.launch import Launch
-from malleable.runner.nodes import NodeShell
 
 
 def register(sub: Any) -> None:
@@ -105,6 +98,12 @@ def run_demo(args: argparse.Namespace) -> int:
 
 def _run(site: SiteConfig, launch: Launch, schedule: list[int],
          args: argparse.Namespace) -> DemoRun:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from malleable.adapters.slurm.sites import ctl_for
+    from malleable.runner.job import MpiJob
+    from malleable.runner.nodes import NodeShell
+
     ctl = ctl_for(site)
     job = MpiJob(ctl, NodeShell(ctl.runner, site.command_timeout), launch)
     label = f"{args.example} {','.join(map(str, schedule))}"
@@ -123,6 +122,9 @@ def _report(args: argparse.Namespace, schedule: list[int], runs: dict[str, DemoR
     if args.json:
         print(json.dumps({name: _jsonable(run) for name, run in runs.items()}))
         return
+    from rich.console import Console
+    from rich.table import Table
+
     console = Console()
     for name, run in runs.items():
         table = Table(title=f"{args.example} on {args.site}: {name} run (Slurm job "

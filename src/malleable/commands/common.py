@@ -8,12 +8,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from malleable.policies.koala import Approach
 from malleable.policies.registry import PolicySpec, parse_options
-from malleable.service import choose_policy
 
 
 def add_policy_arguments(p: argparse.ArgumentParser, default: str | None = "fpsma") -> None:
@@ -34,12 +30,17 @@ def add_policy_arguments(p: argparse.ArgumentParser, default: str | None = "fpsm
 def policy_from_args(args: argparse.Namespace, configured: PolicySpec | None = None,
                      source: str | None = None) -> PolicySpec:
     """The checked policy spec of a command line (over a config's ``[policy]``)."""
+    from malleable.service import choose_policy
+
     return choose_policy(configured, args.policy, parse_options(args.policy_options),
                          args.approach, source)
 
 
 def print_summary(summary: dict[str, Any]) -> None:
     """A summary as a table titled with its workload, approach and policy."""
+    from rich.console import Console
+    from rich.table import Table
+
     title = " · ".join(str(summary[k]) for k in ("workload", "approach", "policy")
                        if summary.get(k) is not None)
     table = Table(title=title)

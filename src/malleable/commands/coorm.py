@@ -9,17 +9,16 @@ same launcher without the rest of the CLI.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import signal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from malleable.coorm.core import CooRMCore, CoreConfig
-from malleable.coorm.launch import add_launch_arguments, run_launch
-from malleable.coorm.resources import paper_platform
-from malleable.coorm.service import serve
+from malleable.coorm.launch import add_launch_arguments
 from malleable.errors import InputError
+
+if TYPE_CHECKING:
+    from malleable.coorm.core import CooRMCore
 
 
 def register(sub: Any) -> None:
@@ -36,7 +35,7 @@ def register(sub: Any) -> None:
                               description="Connect to a CooRM service, select resources on "
                                           "the views it sends, run the payload, report JSON.")
     add_launch_arguments(la)
-    la.set_defaults(func=run_launch)
+    la.set_defaults(func=_run_launch)
 
 
 def add_serve_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,7 +55,17 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                         "starts become Slurm jobs")
 
 
+def _run_launch(args: argparse.Namespace) -> int:
+    from malleable.coorm.launch import run_launch
+
+    return run_launch(args)
+
+
 def run_serve(args: argparse.Namespace) -> int:
+    from malleable.coorm.core import CooRMCore, CoreConfig
+    from malleable.coorm.resources import paper_platform
+    from malleable.coorm.service import serve
+
     if args.clusters < 1 or args.hosts < 1:
         raise InputError("--clusters and --hosts must be at least 1")
     try:
@@ -73,6 +82,8 @@ def run_serve(args: argparse.Namespace) -> int:
 
     def ready(host: str, port: int) -> None:
         print(json.dumps({"listening": f"{host}:{port}"}), flush=True)
+
+    import asyncio
 
     previous = signal.signal(signal.SIGTERM, _interrupt)  # stop as on Ctrl-C: clean up below
     try:

@@ -13,28 +13,16 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+from malleable import argtypes
 from malleable.commands.common import add_policy_arguments, policy_from_args, print_summary
-from malleable.config import load_config
-from malleable.errors import InputError
-from malleable.metrics.summary import jsonable, output_dir
-from malleable.service import (
-    ManagerRun,
-    RunRequest,
-    drive,
-    finish,
-    finished,
-    offline_sites,
-    open_run,
-    select_sites,
-    write_workload,
-)
-from malleable.store import Store
+from malleable.errors import ExternalError, InputError
+
+if TYPE_CHECKING:  # imported when a run starts: building the CLI parser stays light
+    from malleable.service import ManagerRun, RunRequest
 
 
 def register(sub: Any) -> None:
@@ -57,7 +45,7 @@ def register(sub: Any) -> None:
     r.add_argument("--workload", default="wm", metavar="NAME|PATH",
                    help="a KOALA workload name (wm, wmr, wm-prime, wmr-prime) or an SWF file")
     r.add_argument("--jobs", type=int, metavar="N", help="only the first N jobs of the workload")
-    r.add_argument("--seed", type=int, default=1, help="seed of a generated workload")
+    r.add_argument("--seed", type=argtypes.seed, default=1, help="seed of a generated workload")
     r.add_argument("--time-scale", type=float, default=1.0, metavar="F",
                    help="real seconds per workload second (0.05: 20 times faster; default 1)")
     r.add_argument("--poll", type=float, default=1.0, metavar="S",
@@ -90,6 +78,9 @@ def _check_args(args: argparse.Namespace) -> None:
 
 def request(args: argparse.Namespace) -> RunRequest:
     """The run the command line asks for (policy over the config's ``[policy]``)."""
+    from malleable.config import load_config
+    from malleable.service import RunRequest, select_sites
+
     config = load_config(args.config)
     policy = policy_from_args(args, config.policy, config.source)
     return RunRequest(select_sites(config, args.sites), policy, args.workload, args.seed,
@@ -97,6 +88,12 @@ def request(args: argparse.Namespace) -> RunRequest:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from malleable.metrics.summary import jsonable, output_dir
+    from malleable.service import finish, open_run, write_workload
+    from malleable.store import Store
+
     _check_args(args)
     asked = request(args)
     out: Path = args.out
@@ -110,6 +107,9 @@ def run(args: argparse.Namespace) -> int:
             summary = finish(job, out, stopped, args.compare_sim)
         finally:
             job.close()
+    except ExternalError:  # a site did not answer: the run can go on later
+        _say_state_kept(store.path)
+        raise
     finally:
         store.close()
     if args.json:
@@ -123,7 +123,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say_state_kept(path: str | Path) -> None:
+    """The note a failed run prints before its error: the state it leaves is for a resume."""
+    print(f"malleable: the run's state is kept in {path} (and its directory): run the same "
+          "command again to take the run up where it stopped, or delete them to start afresh",
+          file=sys.stderr)
+
+
 def _drive(job: ManagerRun, args: argparse.Namespace) -> str:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from malleable.service import drive, finished, offline_sites
+
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
         title = f"{job.policy.label()} on {','.join(job.adapters)}"

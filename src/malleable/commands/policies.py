@@ -7,9 +7,6 @@ import inspect
 import json
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from malleable.policies.registry import Factory, available, describe, option_names
 
 
@@ -43,6 +40,9 @@ def run_list(args: argparse.Namespace) -> int:
                            "target": f"{build.__module__}:{build.__qualname__}",
                            "options": options_of(build)} for name, build in policies]))
         return 0
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(title="malleable policies")
     table.add_column("name")
     table.add_column("what it does")

@@ -6,13 +6,13 @@ import argparse
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from malleable.adapters.slurm.ctl import SlurmCtl
-from malleable.adapters.slurm.resize import Outcome, ResizeError, Resizer
-from malleable.adapters.slurm.sites import ctl_for
 from malleable.config import load_config
 from malleable.errors import ExternalError, InfeasibleError, InputError
+
+if TYPE_CHECKING:  # the Slurm adapter (paramiko) is imported when the command runs
+    from malleable.adapters.slurm.ctl import SlurmCtl
 
 
 def register(sub: Any) -> None:
@@ -38,6 +38,9 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from malleable.adapters.slurm.resize import Outcome, ResizeError, Resizer
+    from malleable.adapters.slurm.sites import ctl_for
+
     if args.nodes < 1:
         raise InputError(f"NODES must be at least 1, not {args.nodes} (use scancel to end a job)")
     if not args.expand_wait > 0:

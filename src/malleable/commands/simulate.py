@@ -6,16 +6,15 @@ import argparse
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from malleable import argtypes
 from malleable.commands.common import add_policy_arguments, policy_from_args, print_summary
 from malleable.errors import InputError
-from malleable.metrics.summary import jsonable
-from malleable.service import platform, run_simulation, write_outputs
-from malleable.sim.background import BackgroundSpec
-from malleable.sim.run import SimConfig
 from malleable.workloads.koala import KOALA_WORKLOADS
-from malleable.workloads.load import load_workload
+
+if TYPE_CHECKING:
+    from malleable.sim.run import SimConfig
 
 
 def register(sub: Any) -> None:
@@ -32,7 +31,7 @@ def register(sub: Any) -> None:
                         "a clusters config (each site's nodes, reserve and speed)")
     p.add_argument("--workload", default="wm", metavar="{" + ",".join(KOALA_WORKLOADS) + ",PATH}",
                    help="a KOALA workload name or a malleable SWF file (docs/workloads.md)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the generated workload")
+    p.add_argument("--seed", type=argtypes.seed, default=1, help="seed of the generated workload")
     p.add_argument("--out", type=Path, help="directory for jobs.csv and summary.json")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--reconfig-cost", type=float, default=0.0, metavar="S",
@@ -45,6 +44,9 @@ def register(sub: Any) -> None:
 
 
 def _config(args: argparse.Namespace) -> SimConfig:
+    from malleable.sim.background import BackgroundSpec
+    from malleable.sim.run import SimConfig
+
     for flag in ("reconfig_cost", "release_delay", "background"):
         value = getattr(args, flag)
         if value < 0 or not math.isfinite(value):
@@ -55,6 +57,10 @@ def _config(args: argparse.Namespace) -> SimConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    from malleable.metrics.summary import jsonable
+    from malleable.service import platform, run_simulation, write_outputs
+    from malleable.workloads.load import load_workload
+
     policy = policy_from_args(args)
     clusters = platform(args.platform)
     config = _config(args)
@@ -64,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     if args.platform != "das3":
         summary["platform"] = args.platform
     if args.out is not None:
-        write_outputs(args.out, result.records, summary)
+        write_outputs(args.out, result.records, summary, result.operations)
     if args.json:
         print(json.dumps(jsonable(summary)))
     else:

@@ -10,12 +10,7 @@ import sys
 import time
 from typing import Any
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-
 from malleable.errors import InputError
-from malleable.testbed import images
 from malleable.testbed.docker import Docker
 from malleable.testbed.info import TestbedStatus
 from malleable.testbed.runtime import Testbed, list_testbeds
@@ -113,6 +108,9 @@ def _register_up(tsub: Any) -> None:
 
 
 def run_up(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     if not math.isfinite(args.timeout) or args.timeout <= 0:
         raise InputError("--timeout must be a positive number of seconds")
     topology = load_topology(args.topology).scaled(args.scale)
@@ -140,6 +138,9 @@ def run_up(args: argparse.Namespace) -> int:
 
 
 def print_status(status: TestbedStatus) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(title=f"testbed {status.name} ({status.topology}): "
                         f"{'up' if status.up else 'NOT READY'}")
     for col in ("site", "controller", "nodes", "idle", "states", "jobs", "ssh"):
@@ -183,10 +184,23 @@ def run_config(args: argparse.Namespace) -> int:
 
 def run_down(args: argparse.Namespace) -> int:
     tb = Testbed(args.name)
+    _check_exists(tb)
+    from rich.console import Console
+
     with Console(stderr=True).status(f"taking testbed {tb.name} down"):
         tb.down()
     print(f"testbed {tb.name} removed")
     return 0
+
+
+def _check_exists(tb: Testbed) -> None:
+    """InputError (exit 2, nothing done) for a testbed with neither a state directory nor
+    containers: `down` must not report a removal that did not happen."""
+    if tb.state.path.exists() or tb.containers():
+        return
+    others = ", ".join(list_testbeds(tb.docker)) or "none"
+    raise InputError(f"no testbed named {tb.name!r}: nothing to take down (testbeds with "
+                     f"containers here: {others})")
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -200,6 +214,10 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_build(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from malleable.testbed import images
+
     docker = Docker()
     docker.require_engine()
     with Console(stderr=True).status("building the testbed images"):

@@ -37,7 +37,7 @@ from malleable.coorm.protocol import (
     encode,
 )
 from malleable.coorm.service import MAX_LINE
-from malleable.errors import ExternalError
+from malleable.errors import ExternalError, InfeasibleError
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +105,9 @@ class _Session:
         elif isinstance(msg, ClustersInfo):
             self.launcher.set_clusters(msg.clusters)
             self.needs.discard("clusters")
+            problem = self.launcher.infeasible()
+            if problem:
+                raise InfeasibleError(problem)
         elif isinstance(msg, InterClusterInfo):
             self.launcher.set_links(msg.links)
             self.needs.discard("links")

@@ -9,16 +9,15 @@ JSON line with what happened.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
-from malleable.coorm.client import run_launcher
-from malleable.coorm.launchers import Launcher
-from malleable.coorm.protocol import Filter
 from malleable.errors import InputError
-from malleable.workloads.coorm_apps import Amdahl, App, Cem, Rigid
+
+if TYPE_CHECKING:  # imported when a launcher runs (numpy): not while the CLI parser is built
+    from malleable.coorm.launchers import Launcher
 
 
 def add_launch_arguments(p: argparse.ArgumentParser) -> None:
@@ -44,6 +43,10 @@ def add_launch_arguments(p: argparse.ArgumentParser) -> None:
 
 def build_launcher(args: argparse.Namespace) -> Launcher:
     """The launcher the ``launch`` options describe; InputError on a bad value."""
+    from malleable.coorm.launchers import Launcher
+    from malleable.coorm.protocol import Filter
+    from malleable.workloads.coorm_apps import Amdahl, App, Cem, Rigid
+
     walltime = args.runtime if args.walltime is None else args.walltime
     try:
         app: App
@@ -68,6 +71,10 @@ def parse_endpoint(text: str) -> tuple[str, int]:
 
 
 def run_launch(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from malleable.coorm.client import run_launcher
+
     host, port = parse_endpoint(args.connect)
     launcher = build_launcher(args)
     command = [c for c in args.command if c != "--"] or None

@@ -54,6 +54,7 @@ class Launcher:
         self.adaptation_delay = adaptation_delay
         self.caps: dict[str, Steps] = {}
         self.infos: dict[str, ClusterInfo] = {}
+        self.clusters_known = False
         self.links: tuple[Link, ...] = ()
         self.stats = SelectionStats()
         self.sent: Request | None = None
@@ -65,6 +66,7 @@ class Launcher:
 
     def set_clusters(self, infos: Iterable[ClusterInfo]) -> None:
         self.infos = {i.cid: i for i in infos}
+        self.clusters_known = True
         self._platform = None
 
     def set_links(self, links: Iterable[Link]) -> None:
@@ -79,6 +81,20 @@ class Launcher:
                 self.caps[ch.cid] = ch.cap
                 changed = True
         return changed
+
+    def infeasible(self) -> str:
+        """Why no cluster the service described can ever run the application ("" when
+        one can, or before the clusters are known): a request that can never start."""
+        if not self.clusters_known:
+            return ""
+        usable = [i for i in self.infos.values() if self.filter.accepts(i)]
+        if not usable:
+            return (f"{self.name}: no cluster of the service passes the launcher's filter "
+                    f"({len(self.infos)} clusters sent)")
+        if isinstance(self.app, Cem) or any(self.app.max_hosts(i.hosts) > 0 for i in usable):
+            return ""
+        return (f"{self.name}: a {self.app.kind} application of {self.app.hosts} hosts fits no "
+                f"cluster of the service (largest: {max(i.hosts for i in usable)} hosts)")
 
     # ---------------------------------------------------------------- selection
 

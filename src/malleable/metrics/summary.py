@@ -12,13 +12,30 @@ from malleable.errors import InputError
 from malleable.metrics.records import JobRecord
 from malleable.model import Operation
 
-#: Columns of the per-job CSV written by ``simulate`` and ``manager run``.
+#: Columns of the per-job CSV written by ``simulate`` and ``manager run`` (docs/simulate.md).
 RECORD_COLUMNS = ("job", "kind", "app", "cluster", "state", "submit", "start", "end",
                   "wait_s", "execution_s", "response_s", "avg_size", "max_size",
-                  "min_size", "max_allowed", "initial_size", "resizes")
+                  "min_size", "max_allowed", "initial_size", "resizes", "grows", "shrinks")
+
+CSV_DECIMALS = 6
+"""Decimals a float keeps in a CSV cell: rounding for output only, so that
+``45.99999999999999`` reads 46.0 (the computation keeps every bit)."""
 
 
-def record_row(record: JobRecord) -> dict[str, Any]:
+def resize_counts(operations: Iterable[Operation]) -> dict[str, tuple[int, int]]:
+    """``{job id: (grows, shrinks)}``: the grow and shrink operations the manager performed
+    on each job, a grow at the instant the job starts included."""
+    counts: dict[str, tuple[int, int]] = {}
+    for op in operations:
+        if op.kind in ("grow", "shrink"):
+            grows, shrinks = counts.get(op.job_id, (0, 0))
+            counts[op.job_id] = (grows + 1, shrinks) if op.kind == "grow" else (grows, shrinks + 1)
+    return counts
+
+
+def record_row(record: JobRecord, grows: int = 0, shrinks: int = 0) -> dict[str, Any]:
+    """One CSV row; ``resizes`` is ``grows + shrinks`` (the job's operations), so that the
+    column sums to the summary's ``grow_ops + shrink_ops``."""
     spec = record.spec
     return {
         "job": spec.id, "kind": spec.kind.value, "app": spec.app, "cluster": record.cluster,
@@ -27,18 +44,31 @@ def record_row(record: JobRecord) -> dict[str, Any]:
         "response_s": record.response, "avg_size": record.avg_size,
         "max_size": record.max_size, "min_size": spec.min_size,
         "max_allowed": spec.max_size, "initial_size": spec.initial_size,
-        "resizes": max(0, len(record.sizes) - 1),
+        "resizes": grows + shrinks, "grows": grows, "shrinks": shrinks,
     }
 
 
-def write_records(path: Path, records: Iterable[JobRecord]) -> None:
+def csv_cell(value: Any) -> Any:
+    """A value as a CSV cell: NaN empty, floats rounded to :data:`CSV_DECIMALS`."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ""
+        rounded = round(value, CSV_DECIMALS)
+        return rounded + 0.0  # no "-0.0"
+    return value
+
+
+def write_records(path: Path, records: Iterable[JobRecord],
+                  operations: Iterable[Operation]) -> None:
+    """The per-job CSV of ``records``, counting each job's grows and shrinks in
+    ``operations`` (the run's, as the summary counts them)."""
+    counts = resize_counts(operations)
     with path.open("w", newline="", encoding="utf-8") as out:
         writer = csv.DictWriter(out, fieldnames=RECORD_COLUMNS)
         writer.writeheader()
         for record in records:
-            row = record_row(record)
-            writer.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v)
-                             for k, v in row.items()})
+            row = record_row(record, *counts.get(record.spec.id, (0, 0)))
+            writer.writerow({k: csv_cell(v) for k, v in row.items()})
 
 
 def _mean(values: Sequence[float]) -> float:

@@ -13,11 +13,13 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import malleable
 from malleable.errors import ExternalError, InputError
-from malleable.runner.job import Change, MpiJob
+
+if TYPE_CHECKING:  # annotations only: the CLI reads EXAMPLES without loading paramiko
+    from malleable.runner.job import Change, MpiJob
 
 logger = logging.getLogger(__name__)
 

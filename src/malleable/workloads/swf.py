@@ -19,8 +19,11 @@ The malleable extension (docs/workloads.md) appends five fields to each line:
 
 The size of fields 8/5 is the job's initial size. The header line
 ``; MalleableFormat: 1`` marks such a file. Lines have 18 or 23 fields; anything
-else, a non-numeric field, a negative submit time, a minimum above the maximum or an
-unknown application stops the read with an :class:`InputError` naming file:line.
+else, a non-numeric field, a value outside its bounds (:data:`BOUNDS`: only -1 means
+unknown), a minimum above the maximum, an unknown application, an FT job whose initial
+size is not a power of two, an unknown format version or an application number named
+twice stops the read with an :class:`InputError` naming file:line. A file without a
+job to simulate is refused as a whole (:func:`read_swf`).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from malleable.apps import AppCatalog, standard_catalog
-from malleable.errors import InputError
+from malleable.errors import InputError, read_text
 from malleable.model import JobKind, JobSpec
 
 logger = logging.getLogger(__name__)
@@ -41,6 +44,66 @@ logger = logging.getLogger(__name__)
 _KINDS = {-1: JobKind.RIGID, 0: JobKind.RIGID, 1: JobKind.MOLDABLE, 2: JobKind.MALLEABLE}
 _KIND_CODES = {JobKind.RIGID: 0, JobKind.MOLDABLE: 1, JobKind.MALLEABLE: 2}
 _APP_LINE = re.compile(r";\s*MalleableApp:\s*(\d+)\s+(\S+)\s*$")
+_APP_TAG = re.compile(r";\s*MalleableApp\b")
+_FORMAT_LINE = re.compile(r";\s*MalleableFormat:\s*(.*?)\s*$")
+FORMAT_VERSIONS = ("1",)
+"""The ``; MalleableFormat: V`` versions this reader knows."""
+
+MAX_TIME = 1_000_000_000
+"""Largest submit, run or wall time, in seconds (about 31.7 years)."""
+MAX_SIZE = 10_000_000
+"""Largest job size (processors or nodes)."""
+MAX_NUMBER = 2**31 - 1
+"""Largest job, user, group or application number."""
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The values one SWF field may hold: [low, high], whole numbers or not, and whether
+    -1 (unknown) is allowed. No other negative value means unknown."""
+
+    field: int
+    name: str
+    low: int
+    high: int
+    whole: bool = True
+    unknown: bool = True
+    unit: str = ""
+
+    def problem(self, token: str, value: float) -> str:
+        """Why ``value`` (written ``token``) is not allowed here, or ""."""
+        if self.unknown and value == -1:
+            return ""
+        if self.whole and not value.is_integer():
+            return f"{self.name} {token} (field {self.field}) is not a whole number"
+        if self.low <= value <= self.high:
+            return ""
+        what = f"negative {self.name}" if value < 0 else self.name
+        return f"{what} {token} (field {self.field}) is outside {self.span()}"
+
+    def span(self) -> str:
+        text = f"[{self.low}, {self.high}]{self.unit}"
+        return f"{text} or -1 (unknown)" if self.unknown else text
+
+
+#: The bounds of the fields the reader uses (docs/workloads.md, "Bounds").
+BOUNDS: tuple[Bound, ...] = (
+    Bound(1, "job number", 0, MAX_NUMBER, unknown=False),
+    Bound(2, "submit time", 0, MAX_TIME, whole=False, unknown=False, unit=" s"),
+    Bound(4, "run time", 0, MAX_TIME, whole=False, unit=" s"),
+    Bound(5, "allocated size", 1, MAX_SIZE),
+    Bound(8, "requested size", 1, MAX_SIZE),
+    Bound(9, "requested time", 1, MAX_TIME, whole=False, unit=" s"),
+    Bound(12, "user number", 0, MAX_NUMBER),
+    Bound(13, "group number", 0, MAX_NUMBER),
+)
+#: The bounds of the malleable extension's fields (19, the kind, is checked by code).
+MALLEABLE_BOUNDS: tuple[Bound, ...] = (
+    Bound(20, "minimum size", 1, MAX_SIZE),
+    Bound(21, "maximum size", 1, MAX_SIZE),
+    Bound(22, "preferred size", 1, MAX_SIZE),
+    Bound(23, "application number", 0, MAX_NUMBER),
+)
 
 
 @dataclass
@@ -53,16 +116,25 @@ class SwfWorkload:
 
 
 def read_swf(path: str | Path, catalog: AppCatalog | None = None) -> SwfWorkload:
-    """Read a (malleable) SWF file; InputError with file:line on bad input.
+    """Read a (malleable) SWF file; InputError with file:line on bad input, and for a
+    file that is not UTF-8 text or holds no job to simulate.
 
     Application names are checked against ``catalog`` (the standard one by default).
+    A leading UTF-8 byte-order mark is dropped.
     """
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(f"cannot read workload: {exc.strerror}", source=str(path)) from None
-    return parse_swf(text.splitlines(), str(path), catalog)
+    text = read_text(path, "workload")
+    workload = parse_swf(text.splitlines(), str(path), catalog)
+    _check_not_empty(workload, str(path))
+    return workload
+
+
+def _check_not_empty(workload: SwfWorkload, source: str) -> None:
+    if workload.jobs:
+        return
+    if workload.skipped:
+        raise InputError(f"no jobs to simulate: all {workload.skipped} have an unknown (-1) "
+                         "run time or size", source=source)
+    raise InputError("no jobs: the file has only comments or blank lines", source=source)
 
 
 def parse_swf(lines: Iterable[str], source: str = "<swf>",
@@ -72,14 +144,12 @@ def parse_swf(lines: Iterable[str], source: str = "<swf>",
     workload = SwfWorkload([])
     seen: set[str] = set()
     for number, raw in enumerate(lines, start=1):
-        line = raw.strip()
+        line = raw.strip().lstrip("\ufeff") if number == 1 else raw.strip()
         if not line:
             continue
         if line.startswith(";"):
             workload.header.append(line)
-            match = _APP_LINE.match(line)
-            if match:
-                apps[int(match.group(1))] = match.group(2)
+            _header_line(line, apps, source, number)
             continue
         spec = _parse_line(line, apps, catalog, source, number)
         if spec is None:
@@ -93,6 +163,48 @@ def parse_swf(lines: Iterable[str], source: str = "<swf>",
         logger.warning("%s: skipped %d jobs with unknown run time or size", source,
                        workload.skipped)
     return workload
+
+
+def _header_line(line: str, apps: dict[int, str], source: str, number: int) -> None:
+    """Take in a ``; MalleableApp: N NAME`` line; check ``; MalleableFormat: V``."""
+    version = _FORMAT_LINE.match(line)
+    if version and version.group(1) not in FORMAT_VERSIONS:
+        raise InputError(f"MalleableFormat {version.group(1)!r} is not a version this "
+                         f"reader knows ({', '.join(FORMAT_VERSIONS)})", source=source,
+                         line=number)
+    if not _APP_TAG.match(line):
+        return
+    match = _APP_LINE.match(line)
+    if not match:
+        raise InputError("expected '; MalleableApp: N NAME' (N a whole number >= 0)",
+                         source=source, line=number)
+    code, name = int(match.group(1)), match.group(2)
+    if code > MAX_NUMBER:
+        raise InputError(f"application number {code} is above {MAX_NUMBER}", source=source,
+                         line=number)
+    if code in apps:
+        raise InputError(f"application number {code} is named twice (first {apps[code]!r})",
+                         source=source, line=number)
+    apps[code] = name
+
+
+def _check_bounds(fields: Sequence[str], values: Sequence[float], source: str,
+                  number: int) -> None:
+    """InputError for the first used field outside its :class:`Bound`."""
+    bounds = BOUNDS + MALLEABLE_BOUNDS if len(values) == 23 else BOUNDS
+    for bound in bounds:
+        problem = bound.problem(fields[bound.field - 1], values[bound.field - 1])
+        if problem:
+            raise InputError(problem, source=source, line=number)
+
+
+def _check_size_rule(app: str, size: int, catalog: AppCatalog, source: str,
+                     number: int) -> None:
+    """An initial size the application runs on (FT: a power of two)."""
+    rule = catalog.rule(app)
+    if rule.largest_fit(size) != size:
+        raise InputError(f"application {app} runs on {rule.value} sizes only: initial size "
+                         f"{size} is not one", source=source, line=number)
 
 
 def _numbers(line: str, source: str, number: int) -> list[float]:
@@ -110,6 +222,7 @@ def _numbers(line: str, source: str, number: int) -> list[float]:
         if not math.isfinite(value):
             raise InputError(f"field {index + 1} is not a finite number: {fields[index]!r}",
                              source=source, line=number)
+    _check_bounds(fields, values, source, number)
     return values
 
 
@@ -126,12 +239,10 @@ def _parse_line(line: str, apps: dict[int, str], catalog: AppCatalog, source: st
     f = _numbers(line, source, number)
     job_id, submit, runtime = int(f[0]), f[1], f[3]
     size = int(f[7]) if f[7] > 0 else int(f[4])
-    if submit < 0:
-        raise InputError(f"negative submit time {submit:g}", source=source, line=number)
     kind, low, high, preferred, app = JobKind.RIGID, size, size, None, "fixed"
     if len(f) == 23:
         code = int(f[18])
-        if code not in _KINDS:
+        if code not in _KINDS or not f[18].is_integer():
             raise InputError(f"job kind {code} is not -1, 0, 1 or 2", source=source, line=number)
         kind = _KINDS[code]
         low = int(f[19]) if f[19] > 0 else size
@@ -142,6 +253,7 @@ def _parse_line(line: str, apps: dict[int, str], catalog: AppCatalog, source: st
         return None
     if size <= 0:
         return None
+    _check_size_rule(app, size, catalog, source, number)
     try:
         return JobSpec(str(job_id), kind, low, high, size, submit_time=submit, app=app,
                        runtime=runtime if runtime >= 0 else None, preferred_size=preferred,
@@ -162,8 +274,9 @@ def _app_name(code: int, apps: dict[int, str], catalog: AppCatalog, source: str,
     if name is None:
         raise InputError(f"application number {code} has no '; MalleableApp: {code} NAME' "
                          "header line", source=source, line=number)
-    if not catalog.known(name):
-        raise InputError(f"unknown application {name!r}", source=source, line=number)
+    problem = catalog.problem(name)
+    if problem:
+        raise InputError(problem, source=source, line=number)
     return name
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from malleable import argtypes
 from malleable.errors import InputError
 from malleable.experiments.acds.figures import draw_all
 from malleable.experiments.acds.markdown import markdown
@@ -41,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", default=None, metavar="FIRST:LAST:STEP",
                         help="numbers of jobs (default 20:500:20, the paper's grid; "
                              "20:500:40 halves the time)")
-    parser.add_argument("--seed", type=int, default=1, help="base seed of every scenario")
+    parser.add_argument("--seed", type=argtypes.seed, default=1, help="base seed of every scenario")
     parser.add_argument("--work-scale", type=float, default=None, metavar="X",
                         help=f"quanta L per Downey node-second (default "
                              f"{DowneyParams().work_scale:g}, 1e-4 with --quick; see "

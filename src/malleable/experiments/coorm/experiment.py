@@ -24,8 +24,10 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from malleable import argtypes
 from malleable.errors import InputError
 from malleable.experiments.coorm.runs import RunOutcome, RunSpec, Setup, quartiles, run_one
+from malleable.workloads.swf import read_swf
 
 SERIES: tuple[tuple[str, str], ...] = (("oar", "W0"), ("coorm", "W0"), ("coorm", "W1"),
                                        ("coorm", "W2"), ("coorm", "W3"))
@@ -64,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="cluster count for Fig. 7 (default 4)")
     parser.add_argument("--fig7-instances", type=int, default=None,
                         help="W1 instances for Fig. 7 (default 4)")
-    parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    parser.add_argument("--seed", type=argtypes.seed, default=1, help="random seed (default 1)")
     parser.add_argument("--swf", type=Path, default=None,
                         help="take legacy jobs from this SWF trace instead of the model")
     parser.add_argument("--swf-cores-per-host", type=int, default=1,
@@ -106,8 +108,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
         seed=args.seed,
         swf=str(args.swf) if args.swf is not None else None,
         swf_cores_per_host=_positive(args.swf_cores_per_host, 1, "--swf-cores-per-host"))
-    if args.swf is not None and not args.swf.is_file():
-        raise InputError(f"--swf {args.swf}: no such file")
+    if args.swf is not None:
+        read_swf(args.swf)  # a bad trace is refused before anything runs
     plan = Plan(
         setup=setup,
         clusters=parse_clusters(args.clusters or ("1,2" if quick else "1-8")),

@@ -19,6 +19,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from malleable import argtypes
 from malleable.errors import InputError
 from malleable.experiments.dmrlib.results import VERSIONS, Study
 from malleable.experiments.dmrlib.study import Setup, average
@@ -51,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"workload sizes (default {' '.join(map(str, SIZES))})")
     parser.add_argument("--table7-jobs", type=int, metavar="N",
                         help="workload size of Table 7 and Fig. 5 (default 1000)")
-    parser.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
+    parser.add_argument("--seed", type=argtypes.seed, default=1, help="first seed (default 1)")
     parser.add_argument("--seeds", type=int, default=1, metavar="K",
                         help="workloads drawn per size, results averaged (default 1, as the "
                              "paper's single runs)")
