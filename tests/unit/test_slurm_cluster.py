@@ -348,3 +348,20 @@ def test_another_users_job_is_resized_only_by_an_operator(level: str, allowed: b
     mine = fake.add_job(1)  # one's own job needs no level, and the level is asked once
     resizer.resize(mine.job_id, 2)
     assert sum(c[0] == "sacctmgr" for c in fake.calls) == 1
+
+
+def test_extra_copies_of_this_runs_jobs_are_cancelled_on_every_poll() -> None:
+    """A crash between sbatch and the journal made a restart submit a job again: the copy
+    the run does not follow would run unseen as background load."""
+    fake, cluster = _site()
+    cluster.start(_spec("a"), 2)
+    cluster.drain_events()
+    copy = fake.add_job(2, comment=meta.encode(meta.Tag("r1", job="a")), name="m.a")
+    lost = fake.add_job(1, comment=meta.encode(meta.Tag("r1", job="z")), name="m.z")
+    other = fake.add_job(1, comment=meta.encode(meta.Tag("other", job="z")), name="m.z")
+    cluster.invalidate()
+    cluster.drain_events()
+    assert fake.jobs[copy.job_id].state == "CANCELLED"
+    assert fake.jobs[lost.job_id].state == "CANCELLED"
+    assert fake.jobs[other.job_id].state == "RUNNING"  # another run's: not ours to cancel
+    assert fake.jobs[cluster.slurm_id("a") or 0].state == "RUNNING"

@@ -99,8 +99,8 @@ class SlurmCluster:
         """Take one observation now (the driver calls this ahead of the cycle)."""
         poll = self.ctl.poll()
         now = self.clock.now()
-        self._cancel_stray_helpers(poll)
         self._bind(poll)
+        self._sweep(poll)
         self._follow_all(poll, now)
         self._poll = poll
         self._unused = {"drain", "observe"}
@@ -264,27 +264,44 @@ class SlurmCluster:
             return high
         return min(high, max(low, self.clock.from_epoch(epoch + 0.5)))
 
-    def _cancel_stray_helpers(self, poll: Poll) -> None:
-        """Every poll: cancel helper allocations of this run still in the queue.
+    def _sweep(self, poll: Poll) -> None:
+        """Every poll: cancel what this run left in the queue and no longer follows.
 
-        An expansion runs its helper's whole life inside :meth:`offer_grow`, so between
-        cycles any helper of this run is a stray: left by a crash in the middle of an
-        expansion, or by a hand-over Slurm failed. One already COMPLETING cannot be
-        cancelled again; it is reported once.
+        * Helper allocations: an expansion runs its helper's whole life inside
+          :meth:`offer_grow`, so between cycles any helper of this run is a stray (left
+          by a crash in the middle of an expansion, or by a hand-over Slurm failed). One
+          already COMPLETING cannot be cancelled again; it is reported once.
+        * Extra copies of a workload job: a job of this run that this site does not
+          follow, or a second Slurm job for one it follows (a crash between ``sbatch``
+          and the journal made the restart submit it again): it would run unseen as
+          background load.
         """
         for job in poll.jobs:
             tag = meta.decode(job.comment)
-            if tag is None or tag.run != self.run_id or tag.helper_for is None:
+            if tag is None or tag.run != self.run_id or job.state.finished:
                 continue
-            if job.completing:
-                if job.job_id not in self._stuck_helpers:
-                    self._stuck_helpers.add(job.job_id)
-                    logger.warning("%s: helper allocation %d (for job %d) is still COMPLETING "
-                                   "in Slurm", self.name, job.job_id, tag.helper_for)
-            elif not job.state.finished:
-                logger.warning("%s: cancelling helper allocation %d left from an interrupted "
-                               "expansion of job %d", self.name, job.job_id, tag.helper_for)
+            if tag.helper_for is not None:
+                self._stray_helper(job, tag.helper_for)
+            elif tag.job is not None and self._extra_copy(tag.job, job.job_id):
+                logger.warning("%s: cancelling Slurm job %d, an extra copy of %s that this "
+                               "run does not follow", self.name, job.job_id, tag.job)
                 self.ctl.cancel(job.job_id)
+
+    def _extra_copy(self, job_id: str, slurm_id: int) -> bool:
+        mine = self._mine.get(job_id)
+        if mine is None:
+            return True
+        return mine.slurm_id is not None and mine.slurm_id != slurm_id
+
+    def _stray_helper(self, job: SlurmJob, parent: int) -> None:
+        if not job.completing:
+            logger.warning("%s: cancelling helper allocation %d left from an interrupted "
+                           "expansion of job %d", self.name, job.job_id, parent)
+            self.ctl.cancel(job.job_id)
+        elif job.job_id not in self._stuck_helpers:
+            self._stuck_helpers.add(job.job_id)
+            logger.warning("%s: helper allocation %d (for job %d) is still COMPLETING in "
+                           "Slurm", self.name, job.job_id, parent)
 
     # ------------------------------------------------------------ acting
 
