@@ -27,6 +27,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from malleable.adapters.oar.cluster import OarCluster
+from malleable.adapters.oar.payload import OarPayload
+from malleable.adapters.oar.sites import oar_ctl_for
 from malleable.adapters.slurm.cluster import SlurmCluster
 from malleable.adapters.slurm.payload import Payload
 from malleable.adapters.slurm.sites import ctl_for
@@ -161,7 +164,7 @@ class ManagerRun:
     info: RunInfo
     store: Store
     manager: Manager
-    adapters: dict[str, SlurmCluster]
+    adapters: dict[str, SlurmCluster | OarCluster]
     clock: ScaledClock
     pending: list[JobSpec]
     workload: list[JobSpec]
@@ -185,10 +188,20 @@ def select_sites(config: ClustersConfig, names: str | None) -> tuple[SiteConfig,
 
 
 def build_adapters(sites: Sequence[SiteConfig], clock: ScaledClock, info: RunInfo,
-                   store: Store) -> dict[str, SlurmCluster]:
-    return {site.name: SlurmCluster(site.name, ctl_for(site), clock, info.run_id,
-                                    Payload(info.time_scale, site.speed), site.reserve,
-                                    site.speed, journal=store) for site in sites}
+                   store: Store) -> dict[str, SlurmCluster | OarCluster]:
+    return {site.name: build_adapter(site, clock, info, store) for site in sites}
+
+
+def build_adapter(site: SiteConfig, clock: ScaledClock, info: RunInfo,
+                  store: Store) -> SlurmCluster | OarCluster:
+    """The adapter of one site, by its ``kind``."""
+    if site.kind == "oar":
+        return OarCluster(site.name, oar_ctl_for(site), clock, info.run_id,
+                          OarPayload(info.time_scale, site.speed), site.reserve, site.speed,
+                          journal=store)
+    return SlurmCluster(site.name, ctl_for(site), clock, info.run_id,
+                        Payload(info.time_scale, site.speed), site.reserve, site.speed,
+                        journal=store)
 
 
 def open_run(request: RunRequest, store: Store) -> ManagerRun:
