@@ -246,6 +246,12 @@ class OarCluster:
     def start(self, spec: JobSpec, size: int) -> int:
         if size < 1:
             return 0
+        platform = sum(n.usable for n in (self._poll or self.ctl.poll()).nodes)
+        if size > platform:
+            # OAR rejects a request beyond the platform; so does the collection as a whole.
+            logger.warning("%s: %s asks %d nodes of %d: refused", self.name, spec.id, size,
+                           platform)
+            return 0
         base_size = min(size, spec.min_size) if spec.malleable else size
         name = self._name(spec)
         path = f"{SCRIPT_DIR}/{self.run_id}/{name}.py"

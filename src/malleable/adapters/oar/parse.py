@@ -4,8 +4,8 @@
 OAR's job states map to the manager's through :data:`STATES`; anything else is
 ``UNKNOWN``, never taken for completed. A job that ended in ``Error`` timed out when
 its events hold a ``WALLTIME`` event (such a job also carries ``FRAG_JOB_REQUEST``),
-was cancelled when they hold a ``FRAG_JOB_REQUEST`` (``oardel``), failed otherwise; a ``Terminated`` job completed when its exit
-code is 0 and failed otherwise.
+was cancelled when they hold a ``FRAG_JOB_REQUEST`` (``oardel``), failed otherwise; a
+``Terminated`` job completed when its exit code is 0 and failed otherwise.
 """
 
 from __future__ import annotations
