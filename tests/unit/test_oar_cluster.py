@@ -37,12 +37,13 @@ def test_start_is_a_base_job_of_the_minimum_and_extensions_for_the_rest() -> Non
     jobs = sorted(fake.jobs.values(), key=lambda j: j.job_id)
     assert [(j.name, j.want) for j in jobs] == [(job_name("r1", "a"), 2)] + [
         (job_name("r1", "a") + "+", 1)] * 2
-    script = next(iter(fake.files.values()))
-    assert job_name("r1", "a") + "+" in script and "oarstat" in script
+    script_path = next(p for p in fake.files if p.endswith(".py"))
+    assert "SIZE_FILE" in fake.files[script_path]
     events = oar.drain_events()
     assert [(e.state, e.size) for e in events] == [(JobState.RUNNING, 4)]
     view = oar.observe()
     assert list(view.running) == ["a"] and view.running["a"].size == 4 and view.idle == 2
+    assert fake.files[script_path.removesuffix(".py") + ".size"] == "4\n"  # told its size
     assert oar.journal is not None and oar.journal.ids == {"a": 1}  # type: ignore[attr-defined]
 
 
@@ -66,6 +67,7 @@ def test_grow_adds_running_extensions_and_shrink_deletes_the_newest() -> None:
     view = oar.observe()
     assert view.running["a"].size == 3 and "oar:grid:4" not in view.running
     assert [e.size for e in oar.drain_events()] == [5, 3]
+    assert [v for p, v in fake.files.items() if p.endswith(".size")] == ["3\n"]
 
 
 def test_shrink_never_goes_below_the_base_job() -> None:

@@ -232,6 +232,16 @@ class OarCluster:
     def _emit(self, mine: _Mine, event: JobEvent) -> None:
         mine.changed = max(mine.changed, event.time)
         self._events.append(event)
+        if event.state is JobState.RUNNING:
+            self._tell_size(mine, event.size)
+
+    def _tell_size(self, mine: _Mine, size: int) -> None:
+        """Write the size the job has in OAR where its payload reads it."""
+        try:
+            self.ctl.write(f"{self._script(mine.spec)}.size", f"{size}\n")
+        except ExternalError as exc:
+            logger.warning("%s: cannot tell %s its size %d: %s", self.name, mine.spec.id, size,
+                           exc)
 
     def _clamp(self, epoch: float | None, low: float, high: float) -> float:
         if epoch is None:
@@ -242,6 +252,10 @@ class OarCluster:
 
     def _name(self, spec: JobSpec) -> str:
         return job_name(self.run_id, spec.id)
+
+    def _script(self, spec: JobSpec) -> str:
+        """The base job's script path without its suffix (``.py``; ``.size`` its size)."""
+        return f"{SCRIPT_DIR}/{self.run_id}/{self._name(spec)}"
 
     def start(self, spec: JobSpec, size: int) -> int:
         if size < 1:
@@ -254,10 +268,10 @@ class OarCluster:
             return 0
         base_size = min(size, spec.min_size) if spec.malleable else size
         name = self._name(spec)
-        path = f"{SCRIPT_DIR}/{self.run_id}/{name}.py"
+        path = f"{self._script(spec)}.py"
         walltime = self.payload.walltime(spec)
         try:
-            self.ctl.write(path, self.payload.script(spec, name + "+"))
+            self.ctl.write(path, self.payload.script(spec))
             base = self.ctl.submit(["-n", name, "-l", f"nodes={base_size},walltime={walltime}"],
                                    f"python3 {path}")[0]
         except ExternalError as exc:

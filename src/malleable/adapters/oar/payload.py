@@ -2,9 +2,13 @@
 
 The base job runs the same sleep-based work as on Slurm (one unit of work progressing at
 ``1 / T(n)`` a second, ``T`` the job's application model from :mod:`malleable.apps`),
-but learns its size ``n`` from OAR itself: its own nodes plus those of its running
-extension jobs (``oarstat -J`` on the node, every ``tick`` seconds). An extension job
-holds its node until it is deleted (a shrink) or its base job has ended.
+but learns its size ``n`` from a file next to its script in the shared home
+(``SCRIPT.size``), which the adapter writes whenever it sees the job's size change in
+OAR (the base job's nodes plus its running extension jobs); until then the base job's
+own node count (``$OAR_NODEFILE``). It reads the file every ``tick`` seconds: a file
+read, not a perl ``oarstat`` per job and tick, which the testbed's shared cores could
+not afford. An extension job holds its node until it is deleted (a shrink) or its base
+job has ended.
 """
 
 from __future__ import annotations
@@ -19,28 +23,28 @@ from malleable.model import JobSpec
 
 _TEMPLATE = '''#!/usr/bin/env python3
 """malleable payload for job {job_id} on OAR: sleeps through its work at the speed of its size."""
-import json, os, subprocess, sys, time
+import json, os, sys, time
 
 TIMES = {{int(k): v for k, v in json.loads({times!r}).items()}}
 TICK = {tick!r}
-EXTENSIONS = {extensions!r}
-JOB = int(os.environ.get("OAR_JOB_ID", "0"))
+SIZE_FILE = os.path.splitext(os.path.abspath(__file__))[0] + ".size"
+JOB = os.environ.get("OAR_JOB_ID", "")
+
+
+def own_nodes():
+    try:
+        with open(os.environ["OAR_NODEFILE"]) as f:
+            return len({{line.strip() for line in f if line.strip()}})
+    except (KeyError, OSError):
+        return min(TIMES)
 
 
 def size(last):
     try:
-        out = subprocess.run(["oarstat", "-J"], capture_output=True, text=True,
-                             timeout=20).stdout
-        jobs = json.loads(out or "{{}}").values()
-    except Exception as exc:
-        print("size unknown:", exc, flush=True)
+        with open(SIZE_FILE) as f:
+            return int(f.read().strip() or last)
+    except (OSError, ValueError):
         return last
-    n = 0
-    for job in jobs:
-        mine = job.get("Job_Id") == JOB or (job.get("name") or "").startswith(EXTENSIONS)
-        if mine and job.get("state") == "Running":
-            n += len(job.get("assigned_network_address") or [])
-    return n or last
 
 
 def seconds(n):
@@ -51,7 +55,7 @@ def seconds(n):
     return max(TIMES[n], 1e-3)
 
 
-n = size(min(TIMES))
+n = size(own_nodes())
 done, last = 0.0, time.monotonic()
 print("start", JOB, "nodes", n, "seconds", seconds(n), flush=True)
 while done < 1.0:
@@ -69,26 +73,25 @@ sys.exit(0)
 
 #: An extension job: hold the node while the base job (``$1``) has not ended.
 _EXTENSION = ("while oarstat -s -j {base} | grep -qE ': (Waiting|Hold|toLaunch|"
-              "toAckReservation|Launching|Running|Suspended|Resuming)$'; do sleep 3; done")
+              "toAckReservation|Launching|Running|Suspended|Resuming)$'; do sleep 15; done")
 
 
 @dataclass(frozen=True, slots=True)
 class OarPayload:
-    """Scaled like the Slurm payload; ``tick`` is longer (each look is a perl oarstat)."""
+    """Scaled like the Slurm payload (see :class:`~malleable.adapters.slurm.payload.Payload`)."""
 
     time_scale: float = 1.0
     speed: float = 1.0
-    tick: float = 2.0
+    tick: float = 0.5
     catalog: AppCatalog = field(default_factory=standard_catalog, repr=False, compare=False)
 
     def _slurm(self) -> SlurmPayload:
         return SlurmPayload(self.time_scale, self.speed, self.tick, self.catalog)
 
-    def script(self, spec: JobSpec, extensions: str) -> str:
-        """The base job's script; ``extensions`` is the name prefix of its extension jobs."""
+    def script(self, spec: JobSpec) -> str:
+        """The base job's script (it reads its size from ``SCRIPT.size``)."""
         times = json.dumps({str(n): round(t, 6) for n, t in self._slurm().times(spec).items()})
-        return _TEMPLATE.format(job_id=spec.id.replace('"', "'"), times=times, tick=self.tick,
-                                extensions=extensions)
+        return _TEMPLATE.format(job_id=spec.id.replace('"', "'"), times=times, tick=self.tick)
 
     def walltime(self, spec: JobSpec) -> str:
         """OAR's ``walltime=H:MM:SS``: as generous as the Slurm time limit."""
