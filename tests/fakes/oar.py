@@ -103,8 +103,9 @@ class FakeOar:
         if args[:2] == ["sh", "-c"] and args[3:4] == ["write"]:
             self.files[args[4]] = input or ""
             return Result(0, "", "")
-        if args[:2] == ["sh", "-c"] and args[3:4] == ["oarsub-many"]:
-            return self._oarsub(int(args[4]), args[5:])
+        if args[:2] == ["oarsub", "-J"]:
+            count = int(args[args.index("--array") + 1]) if "--array" in args else 1
+            return self._oarsub(count, args[2:])
         if args[:2] == ["oarstat", "-fJ"]:
             ids = [int(a) for a in args[2:] if a != "-j"]
             return Result(0, self._oarstat([self.jobs[i] for i in ids if i in self.jobs],

@@ -134,3 +134,22 @@ def test_start_beyond_the_platform_is_refused_whole() -> None:
     fake, oar = _site(nodes=3)
     assert oar.start(_malleable("big", high=8), 4) == 0
     assert fake.jobs == {}
+
+
+def test_an_extension_oar_accepted_after_a_timed_out_submission_is_adopted_by_name() -> None:
+    fake, oar = _site()
+    oar.start(_malleable("a"), 2)
+    oar.drain_events()
+    fake.add_job(1, job_name("r1", "a") + "+")  # as if oarsub answered too late
+    events = oar.drain_events()
+    assert [(e.job_id, e.size) for e in events] == [("a", 3)]
+    assert oar.request_shrink("a", 2, False) == 2  # both extensions are the job's own
+
+
+def test_grow_is_one_array_submission() -> None:
+    fake, oar = _site()
+    oar.start(_malleable("a"), 1)
+    oar.drain_events()
+    assert oar.offer_grow("a", 3) == 3
+    subs = [c for c in fake.calls if c[:2] == ["oarsub", "-J"]]
+    assert subs[-1][2:4] == ["--array", "3"] and len(subs) == 2

@@ -8,7 +8,8 @@ base and of its running extensions.
 
 * **Start** at ``size``: the base job (``min_size`` nodes for a malleable job, ``size``
   for a rigid one) and ``size - base`` extensions, all submitted at once.
-* **Grow** by ``k``: ``k`` extensions in one remote call, then wait (``grow_wait``) until
+* **Grow** by ``k``: ``k`` extensions in one array submission (``oarsub --array k``),
+  then wait (``grow_wait``) until
   OAR runs them; those not running by then are deleted and not counted (a refusal costs
   ``grow_wait`` seconds).
 * **Shrink** by ``k``: ``oardel`` of the ``k`` newest extensions; the size drops at once,
@@ -159,6 +160,7 @@ class OarCluster:
 
     def _follow_all(self, poll: Poll, now: float) -> None:
         by_id = {j.job_id: j for j in poll.jobs}
+        self._adopt_orphans(poll)
         missing = []
         for mine in self._mine.values():
             if mine.finished:
@@ -172,6 +174,18 @@ class OarCluster:
             self._follow(mine, base, by_id, now)
         if missing:
             self._settle_missing(missing, now)
+
+    def _adopt_orphans(self, poll: Poll) -> None:
+        """Extension jobs OAR accepted although their submission timed out: found by name."""
+        names = {self._name(m.spec) + "+": m for m in self._mine.values()
+                 if not m.finished and m.base is not None}
+        known = {e for m in self._mine.values() for e in (*m.extensions, *m.released)}
+        for job in poll.jobs:
+            mine = names.get(job.name)
+            if mine is not None and job.job_id not in known and not job.state.finished:
+                logger.info("%s: OAR job %d is an extension of %s", self.name, job.job_id,
+                            mine.spec.id)
+                mine.extensions.append(job.job_id)
 
     def _size(self, mine: _Mine, base: OarJob, by_id: dict[int, OarJob]) -> int:
         exts = (by_id[e] for e in mine.extensions if e in by_id)
@@ -320,6 +334,7 @@ class OarCluster:
         late = [e for e in new if e not in running]
         if late:
             self.ctl.delete(late)
+            mine.released.extend(late)
             logger.warning("%s: %d of %d extensions of %s did not start within %.0f s",
                            self.name, len(late), len(new), job_id, self.grow_wait)
         mine.extensions.extend(running)

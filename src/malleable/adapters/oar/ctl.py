@@ -22,9 +22,6 @@ _SEPARATOR = "@@malleable:oarstat@@"
 #: Nodes and jobs in one remote call. Nodes first: a job that ends between the two reads
 #: then shows as ended with its nodes still busy, never as running on idle nodes.
 _POLL = ["sh", "-c", f"oarnodes -J && echo {_SEPARATOR} && oarstat -J"]
-#: ``COUNT`` submissions of one request in one remote call (a grow's extension jobs).
-_SUBMIT_MANY = ["sh", "-c", 'n=$1; shift; i=0; while [ "$i" -lt "$n" ]; do '
-                'oarsub -J "$@" || exit $?; i=$((i+1)); done', "oarsub-many"]
 #: Write stdin to a file of the user's (shared) home, creating its directory.
 _WRITE = ["sh", "-c", 'mkdir -p "$(dirname "$1")" && cat > "$1"', "write"]
 
@@ -70,11 +67,11 @@ class OarCtl:
             raise ExternalError(f"oarstat: {exc}") from None
 
     def submit(self, options: Sequence[str], command: str, count: int = 1) -> list[int]:
-        """``oarsub -J OPTIONS COMMAND``, ``count`` times in one call; the job ids.
-
-        Stops at the first refusal (ExternalError when none was accepted)."""
-        argv = [*_SUBMIT_MANY, str(count), *options, command]
-        result = self._run(argv, check=False, timeout=self.timeout + count)
+        """``oarsub -J OPTIONS COMMAND``; with ``count`` > 1 one array submission
+        (``--array COUNT``: that many independent jobs in one call). The job ids;
+        ExternalError when OAR accepted none."""
+        array = ["--array", str(count)] if count > 1 else []
+        result = self._run(["oarsub", "-J", *array, *options, command], check=False)
         ids = _submitted_ids(result.stdout)
         if not ids:
             raise ExternalError(f"oarsub refused the job: {_reason(result)}")
