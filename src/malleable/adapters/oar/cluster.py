@@ -9,9 +9,9 @@ base and of its running extensions.
 * **Start** at ``size``: the base job (``min_size`` nodes for a malleable job, ``size``
   for a rigid one) and ``size - base`` extensions, all submitted at once.
 * **Grow** by ``k``: ``k`` extensions in one array submission (``oarsub --array k``),
-  then wait (``grow_wait``) until
-  OAR runs them; those not running by then are deleted and not counted (a refusal costs
-  ``grow_wait`` seconds).
+  then wait (``grow_wait`` + ``grow_wait_per_node`` per extension: OAR launches each job
+  through its own ssh and ``oarexec``) until OAR runs them; those not running by then are
+  deleted and not counted (a refusal costs that wait).
 * **Shrink** by ``k``: ``oardel`` of the ``k`` newest extensions; the size drops at once,
   the nodes are idle once OAR has ended those jobs. A job never shrinks below its base.
 * **Observe**: one call per cycle (``oarnodes -J`` and ``oarstat -J``). Jobs not of this
@@ -83,6 +83,7 @@ class OarCluster:
     speed: float = 1.0
     journal: NativeJournal | None = None
     grow_wait: float = 15.0
+    grow_wait_per_node: float = 0.5
     capabilities: frozenset[Capability] = frozenset({Capability.SHRINK, Capability.EXPAND})
     last_view: ClusterView | None = None
     sleep: Callable[[float], None] = time.sleep
@@ -330,21 +331,22 @@ class OarCluster:
             return 0
         self._stale()
         new = self._extend(mine.spec, mine.base, accepted)
-        running = self._await_running(new)
+        wait = self.grow_wait + self.grow_wait_per_node * len(new)
+        running = self._await_running(new, wait)
         late = [e for e in new if e not in running]
         if late:
             self.ctl.delete(late)
             mine.released.extend(late)
             logger.warning("%s: %d of %d extensions of %s did not start within %.0f s",
-                           self.name, len(late), len(new), job_id, self.grow_wait)
+                           self.name, len(late), len(new), job_id, wait)
         mine.extensions.extend(running)
         if running:
             mine.size += len(running)
             self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, mine.size))
         return len(running)
 
-    def _await_running(self, ids: list[int]) -> list[int]:
-        deadline = time.monotonic() + self.grow_wait
+    def _await_running(self, ids: list[int], wait: float) -> list[int]:
+        deadline = time.monotonic() + wait
         while ids:
             jobs = {j.job_id: j for j in self.ctl.jobs(ids)}
             running = [i for i in ids if i in jobs and jobs[i].state_raw == "Running"]
