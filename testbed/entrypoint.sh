@@ -4,6 +4,9 @@
 #   testbed-entrypoint accounting            MariaDB + slurmdbd (one per testbed)
 #   testbed-entrypoint controller SITE       slurmctld (+ sshd: the site's login node)
 #   testbed-entrypoint compute SITE NODE...  one `slurmd -N NODE` per emulated node (+ sshd)
+#   testbed-entrypoint oar-server SITE NODE... PostgreSQL + OAR server (Almighty) + sshd (login)
+#   testbed-entrypoint oar-node SITE         OAR's sshd on port 6667 (+ sshd); the emulated
+#                                            nodes are network aliases of the container
 #
 # Secrets (munge key, SSH keys, database password) and generated configuration are
 # mounted read-only at /testbed by `malleable testbed up`; nothing secret is in the image.
@@ -20,15 +23,20 @@ start_munge() {
   runuser -u munge -- /usr/sbin/munged
 }
 
-start_sshd() {
-  install -m 0600 "$SECRETS/ssh_host_ed25519_key" /etc/ssh/ssh_host_ed25519_key
-  install -m 0644 "$SECRETS/ssh_host_ed25519_key.pub" /etc/ssh/ssh_host_ed25519_key.pub
-  ln -sf "$SECRETS/known_hosts" /etc/ssh/ssh_known_hosts
+install_user_keys() {
   local ssh=/home/malleable/.ssh
   install -d -o malleable -g malleable -m 0700 "$ssh"
   install -o malleable -g malleable -m 0600 "$SECRETS/id_ed25519" "$ssh/id_ed25519"
   install -o malleable -g malleable -m 0644 "$SECRETS/id_ed25519.pub" "$ssh/id_ed25519.pub"
   install -o malleable -g malleable -m 0600 "$SECRETS/id_ed25519.pub" "$ssh/authorized_keys"
+}
+
+start_sshd() {
+  install -m 0600 "$SECRETS/ssh_host_ed25519_key" /etc/ssh/ssh_host_ed25519_key
+  install -m 0644 "$SECRETS/ssh_host_ed25519_key.pub" /etc/ssh/ssh_host_ed25519_key.pub
+  ln -sf "$SECRETS/known_hosts" /etc/ssh/ssh_known_hosts
+  # An OAR site's /home is shared by its containers: its server installs the user's keys.
+  [ "${1:-}" = shared-home ] || install_user_keys
   install -d -m 0755 /run/sshd
   /usr/sbin/sshd
 }
@@ -76,15 +84,82 @@ start_compute() {
   done
 }
 
+# ---------------------------------------------------------------- OAR sites
+
+# The oar user's key (generated per testbed, like the munge key); its ssh checks host keys
+# against the testbed's known_hosts (the package's default config does not).
+install_oar_keys() {
+  local ssh=/var/lib/oar/.ssh
+  install -d -o oar -g oar -m 0700 "$ssh"
+  install -o oar -g oar -m 0600 "$SECRETS/oar_id_ed25519" "$ssh/id_ed25519"
+  { printf 'environment="OAR_KEY=1" '; cat "$SECRETS/oar_id_ed25519.pub"; } > "$ssh/authorized_keys"
+  printf 'Host *\n  ForwardX11 no\n  StrictHostKeyChecking yes\n  UserKnownHostsFile %s\n  PasswordAuthentication no\n  AddressFamily inet\n' \
+    /etc/ssh/ssh_known_hosts > "$ssh/config"
+  chown oar:oar "$ssh/authorized_keys" "$ssh/config"
+  chmod 0600 "$ssh/authorized_keys" "$ssh/config"
+  apply_oar_settings "$ETC/$1/oar-settings"
+}
+
+# The testbed's settings over the packaged oar.conf: `KEY="VALUE"` replaces KEY, `-KEY`
+# removes it (CPUSET_PATH: the cpuset job-resource manager needs cgroup v1).
+apply_oar_settings() {
+  local conf=/etc/oar/oar.conf line key
+  while IFS= read -r line; do
+    [ -n "$line" ] || continue
+    key=${line%%=*}
+    key=${key#-}
+    sed -i "/^${key}=/d" "$conf"
+    case "$line" in -*) ;; *) printf '%s\n' "$line" >> "$conf" ;; esac
+  done < "$1"
+}
+
+# OAR reaches a node by ssh to its network_address on port 6667. Started directly: the
+# oar-node init script's `nice -n -20` is refused in an unprivileged container.
+start_oar_sshd() {
+  sed -e 's|^HostKey .*|HostKey /etc/ssh/ssh_host_ed25519_key|' \
+      -e 's|^UsePrivilegeSeparation.*||' -e 's|^KeepAlive.*||' /etc/oar/sshd_config \
+      > /etc/oar/sshd_config.testbed
+  /usr/sbin/sshd -f /etc/oar/sshd_config.testbed
+}
+
+start_postgresql() {
+  local conf=/etc/postgresql/15/main
+  pg_createcluster 15 main >/dev/null
+  echo "listen_addresses = '*'" >> "$conf/postgresql.conf"
+  echo "host all all 0.0.0.0/0 scram-sha-256" >> "$conf/pg_hba.conf"
+  pg_ctlcluster 15 main start
+}
+
+start_oar_server() {
+  local site=$1 node
+  shift
+  install_oar_keys "$site"
+  start_sshd
+  start_postgresql
+  oar-database --create --db-is-local -y >/var/log/oar-database.log 2>&1
+  for node in "$@"; do
+    oarnodesetting -a -h "$node" >/dev/null
+  done
+  /etc/init.d/oar-server start
+}
+
+start_oar_node() {
+  install_oar_keys "$1"
+  start_sshd shared-home
+  start_oar_sshd
+}
+
 main() {
-  local role=${1:?usage: testbed-entrypoint accounting|controller SITE|compute SITE NODE...}
+  local role=${1:?usage: testbed-entrypoint accounting|controller SITE|compute SITE NODE...|oar-server SITE NODE...|oar-node SITE}
   shift
   echo "$role $*" > /run/testbed-role
-  start_munge
+  case "$role" in oar-*) ;; *) start_munge ;; esac
   case "$role" in
     accounting) start_accounting ;;
     controller) start_controller "$@" ;;
     compute) start_compute "$@" ;;
+    oar-server) start_oar_server "$@" ;;
+    oar-node) start_oar_node "$@" ;;
     *) log "unknown role $role"; exit 2 ;;
   esac
   log "$role started"

@@ -14,7 +14,7 @@ to reach them (TOML, the format ``malleable testbed config`` prints).
     quantum = 60.0
 
     [clusters.vu]
-    kind = "slurm"              # the adapter (only "slurm" so far)
+    kind = "slurm"              # the adapter: "slurm" or "oar" (docs/oar.md)
     host = "127.0.0.1"          # without host, commands run on this machine
     port = 40022
     partition = "batch"         # optional
@@ -51,7 +51,7 @@ _INFO_KEYS = ("slurm_cluster", "controller", "address")
 _SITE_KEYS = ("kind", *_SSH_KEYS, "nodes", "partition", "reserve", "speed", "command_timeout",
               *_INFO_KEYS)
 _TOP_KEYS = ("clusters", "ssh", "policy")
-_KINDS = ("slurm",)
+_KINDS = ("slurm", "oar")
 
 
 @dataclass(frozen=True, slots=True)

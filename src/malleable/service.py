@@ -42,6 +42,7 @@ from malleable.workloads.load import load_workload
 from malleable.workloads.swf import write_swf
 
 if TYPE_CHECKING:  # imported where a real run needs them: a simulation never loads paramiko
+    from malleable.adapters.oar.cluster import OarCluster
     from malleable.adapters.slurm.cluster import SlurmCluster
 
 logger = logging.getLogger(__name__)
@@ -162,7 +163,7 @@ class ManagerRun:
     info: RunInfo
     store: Store
     manager: Manager
-    adapters: dict[str, SlurmCluster]
+    adapters: dict[str, SlurmCluster | OarCluster]
     clock: ScaledClock
     pending: list[JobSpec]
     workload: list[JobSpec]
@@ -188,14 +189,28 @@ def select_sites(config: ClustersConfig, names: str | None) -> tuple[SiteConfig,
 
 
 def build_adapters(sites: Sequence[SiteConfig], clock: ScaledClock, info: RunInfo,
-                   store: Store) -> dict[str, SlurmCluster]:
+                   store: Store) -> dict[str, SlurmCluster | OarCluster]:
+    return {site.name: build_adapter(site, clock, info, store) for site in sites}
+
+
+def build_adapter(site: SiteConfig, clock: ScaledClock, info: RunInfo,
+                  store: Store) -> SlurmCluster | OarCluster:
+    """The adapter of one site, by its ``kind`` (imported here: a simulation never loads
+    paramiko)."""
+    from malleable.adapters.oar.cluster import OarCluster
+    from malleable.adapters.oar.payload import OarPayload
+    from malleable.adapters.oar.sites import oar_ctl_for
     from malleable.adapters.slurm.cluster import SlurmCluster
     from malleable.adapters.slurm.payload import Payload
     from malleable.adapters.slurm.sites import ctl_for
 
-    return {site.name: SlurmCluster(site.name, ctl_for(site), clock, info.run_id,
-                                    Payload(info.time_scale, site.speed), site.reserve,
-                                    site.speed, journal=store) for site in sites}
+    if site.kind == "oar":
+        return OarCluster(site.name, oar_ctl_for(site), clock, info.run_id,
+                          OarPayload(info.time_scale, site.speed), site.reserve, site.speed,
+                          journal=store)
+    return SlurmCluster(site.name, ctl_for(site), clock, info.run_id,
+                        Payload(info.time_scale, site.speed), site.reserve, site.speed,
+                        journal=store)
 
 
 def open_run(request: RunRequest, store: Store) -> ManagerRun:

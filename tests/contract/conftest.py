@@ -2,7 +2,8 @@
 
 Parametrised over the simulator, SlurmCluster on the fake Slurm, MpiSite on the fake
 Slurm (with MPI programs behind it, and with plain sleepers it hands to its wrapped
-cluster), and SlurmCluster on a real testbed (``integration``: skipped without
+cluster), OarCluster on the fake OAR, SlurmCluster on a real testbed and OarCluster on
+an OAR testbed (one site ``grid`` of 4 nodes) (``integration``: skipped without
 ``--integration``). The testbed is this suite's own: one site ``vu`` of 4 nodes, named
 ``contract<pid>-<n>`` so it cannot collide with other runs, taken down at the end of
 the session even when its bring-up failed.
@@ -17,12 +18,35 @@ import pytest
 
 from malleable.testbed import Docker, Testbed
 from malleable.testbed.topology import Site, Topology
-from tests.fakes.drivers import FACTORIES, Driver, testbed_driver
+from tests.fakes.drivers import FACTORIES, Driver, oar_testbed_driver, testbed_driver
 from tests.fakes.waits import unique_name
 
 logger = logging.getLogger(__name__)
 
 CONTRACT = Topology("contract", (Site("vu", 4),))
+#: The OAR adapter's own testbed: one OAR site of 4 nodes in two containers.
+CONTRACT_OAR = Topology("contract-oar", (Site("grid", 4, kind="oar"),))
+
+
+def _session_testbed(prefix: str, topology: Topology,
+                     factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+    docker = Docker()
+    if not docker.available():
+        pytest.fail("no Docker engine answers: run `bash .ci/testbed-setup.sh` first")
+    tb = Testbed(unique_name(prefix), root=factory.mktemp(f"{prefix}-testbed"), docker=docker)
+    try:
+        tb.up(topology, timeout=600.0)
+        yield tb
+    finally:
+        try:
+            tb.down()
+        except Exception:
+            logger.exception("could not take testbed %s down", tb.name)
+
+
+@pytest.fixture(scope="session")
+def contract_oar_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+    yield from _session_testbed("contractoar", CONTRACT_OAR, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
@@ -47,7 +71,9 @@ def contract_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testb
     "slurm-fake",
     "mpi-fake",
     "mpi-fake-sleepers",
+    "oar-fake",
     pytest.param("slurm-testbed", marks=[pytest.mark.integration, pytest.mark.timeout(900)]),
+    pytest.param("oar-testbed", marks=[pytest.mark.integration, pytest.mark.timeout(900)]),
 ])
 def driver(request: pytest.FixtureRequest,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
@@ -55,6 +81,9 @@ def driver(request: pytest.FixtureRequest,
     if kind == "slurm-testbed":
         tb = request.getfixturevalue("contract_testbed")
         made: Driver = testbed_driver(tb, tmp_path_factory.mktemp("contract"))
+    elif kind == "oar-testbed":
+        tb = request.getfixturevalue("contract_oar_testbed")
+        made = oar_testbed_driver(tb, tmp_path_factory.mktemp("contract"))
     else:
         made = FACTORIES[kind]()
     try:

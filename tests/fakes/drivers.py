@@ -18,6 +18,9 @@ from typing import Any
 
 import pytest
 
+from malleable.adapters.oar.cluster import OarCluster
+from malleable.adapters.oar.ctl import OarCtl
+from malleable.adapters.oar.payload import OarPayload
 from malleable.adapters.slurm.cluster import SlurmCluster
 from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.adapters.slurm.payload import Payload
@@ -31,6 +34,7 @@ from malleable.runner.site import MpiSite
 from malleable.sim.cluster import SimCluster
 from malleable.sim.engine import Engine
 from tests.fakes.mpi_slurm import FakeMpiSlurm
+from tests.fakes.oar import FakeOar
 from tests.fakes.slurm import FakeSlurm, node_names
 
 NODES = 4
@@ -177,6 +181,31 @@ def mpi_sleepers_driver() -> FakeSlurmDriver:
     return FakeSlurmDriver("mpi-fake-sleepers", site, fake=fake, slurm=cluster)
 
 
+# ---------------------------------------------------------------- the fake OAR
+
+
+@dataclass
+class FakeOarDriver(Driver):
+    fake: FakeOar = field(default_factory=lambda: FakeOar(node_names(NODES)))
+
+    def tick(self) -> None:
+        self.fake.now += 1
+
+    def vanish(self, job_id: str) -> None:
+        assert isinstance(self.rm, OarCluster)
+        base = self.rm.native_id(job_id)
+        assert base is not None
+        del self.fake.jobs[base]  # gone from oarstat, even with -j: its end is unknown
+
+
+def oar_fake_driver() -> FakeOarDriver:
+    fake = FakeOar(node_names(NODES))
+    clock = ScaledClock(float(fake.now), 1.0, wall=lambda: float(fake.now))
+    cluster = OarCluster("grid", OarCtl(fake), clock, "contract", OarPayload(0.01),
+                         sleep=lambda s: None)
+    return FakeOarDriver("oar-fake", cluster, fake=fake)
+
+
 # ---------------------------------------------------------------- the testbed
 
 
@@ -237,7 +266,49 @@ def testbed_driver(testbed: Any, workdir: Path) -> TestbedDriver:
     return TestbedDriver("slurm-testbed", cluster, testbed=testbed, slurm=cluster)
 
 
+@dataclass
+class OarTestbedDriver(TestbedDriver):
+    """An OarCluster on site ``grid`` (OAR) of a testbed that is up."""
+
+    __test__ = False
+    oar: OarCluster | None = None
+    site: str = "grid"
+
+    def declare(self, capabilities: frozenset[Capability]) -> None:
+        assert self.oar is not None
+        self.oar.capabilities = capabilities
+
+    def teardown(self) -> None:
+        try:
+            ids = self._live()
+            if ids:
+                self.testbed.exec(self.site, ["oardel", *map(str, ids)], user="malleable")
+            self.wait(lambda: not self._live(), "the contract's OAR jobs to end")
+        finally:
+            self.rm.close()
+
+    def _live(self) -> list[int]:
+        import json
+
+        out = self.testbed.exec(self.site, ["oarstat", "-J"], check=True).stdout
+        return [int(k) for k in json.loads(out or "{}")]
+
+
+def oar_testbed_driver(testbed: Any, workdir: Path, site: str = "grid") -> OarTestbedDriver:
+    """An OarCluster on OAR site ``site`` of a testbed that is up, with a run tag of its own."""
+    from malleable.adapters.oar.sites import oar_ctl_for
+    from malleable.config import load_config
+
+    path = workdir / "clusters.toml"
+    path.write_text(testbed.config_toml())
+    config = load_config(path).site(site)
+    cluster = OarCluster(site, oar_ctl_for(config), ScaledClock(time.time(), 1.0),
+                         f"ct{secrets.token_hex(3)}", OarPayload(time_scale=1.0))
+    return OarTestbedDriver("oar-testbed", cluster, testbed=testbed, oar=cluster, site=site)
+
+
 FACTORIES: dict[str, Callable[[], Driver]] = {
+    "oar-fake": oar_fake_driver,
     "sim": sim_driver,
     "slurm-fake": slurm_fake_driver,
     "mpi-fake": mpi_fake_driver,

@@ -85,7 +85,7 @@ def test_a_host_in_the_ssh_defaults_applies_to_every_site() -> None:
     ("[clusters.vu]\nspeed = 0\n", "clusters.vu.speed: must be a positive number"),
     ("[clusters.vu]\npartition = ''\n", "clusters.vu.partition: must be a non-empty string"),
     ("clusters = 3\n", "clusters: must be a table"),
-    ("[clusters.vu]\nkind = 'oar'\n", "clusters.vu.kind: unknown kind 'oar'; valid: slurm"),
+    ("[clusters.vu]\nkind = 'pbs'\n", "clusters.vu.kind: unknown kind 'pbs'; valid: slurm, oar"),
     ("[sites\n", "not valid TOML"),
 ])
 def test_bad_input_names_the_file_and_the_key(tmp_path: Path, text: str, message: str) -> None:

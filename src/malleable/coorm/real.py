@@ -37,7 +37,7 @@ from malleable.coorm.policy import Busy
 from malleable.coorm.protocol import ClusterInfo, KillNotify, StartNotify
 from malleable.coorm.resources import Platform, hierarchical_links
 from malleable.coorm.sources import OVERRUN_GRACE
-from malleable.errors import ExternalError
+from malleable.errors import ExternalError, InputError
 from malleable.model import JobKind, JobSpec
 
 logger = logging.getLogger(__name__)
@@ -228,7 +228,15 @@ class SlurmCoorm(CooRMCore):
 
 
 def slurm_sites(config: ClustersConfig, run_id: str | None = None) -> dict[str, SlurmCluster]:
-    """One SlurmCluster per configured site, with a run tag of their own (no I/O yet)."""
+    """One SlurmCluster per configured site, with a run tag of their own (no I/O yet).
+
+    OAR sites are refused (InputError): CooRM's real views read Slurm only so far.
+    """
+    oar = [s.name for s in config.sites if s.kind != "slurm"]
+    if oar:
+        raise InputError(f"CooRM's real views support Slurm sites only; not: {', '.join(oar)} "
+                         "(remove them from the config, or use `malleable manager run`, which "
+                         "drives OAR sites)", source=config.source)
     tag = run_id or f"coorm{secrets.token_hex(3)}"
     clock = ScaledClock(time.time(), 1.0)
     return {s.name: SlurmCluster(s.name, ctl_for(s), clock, tag, WalltimePayload(),

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import malleable.testbed.images as images
 import malleable.testbed.info as info
+import malleable.testbed.oarconf as oarconf
 import malleable.testbed.secrets as secrets
 from malleable.errors import ExternalError, InputError
 from malleable.testbed.compose import compose_project
@@ -54,6 +55,12 @@ def prepare(tb: Testbed, topology: Topology, image: str) -> None:
     dbd_tpl = (images.testbed_dir() / "slurm" / "slurmdbd.conf.in").read_text(encoding="utf-8")
     for site in topology.sites:
         (st.etc / site.name).mkdir(parents=True)
+        if site.kind == "oar":
+            settings = st.etc / site.name / "oar-settings"
+            settings.write_text(oarconf.render_settings(site, secrets.password(),
+                                                        secrets.password()), encoding="utf-8")
+            settings.chmod(0o600)
+            continue
         (st.etc / site.name / "slurm.conf").write_text(render_slurm_conf(slurm_tpl, site),
                                                        encoding="utf-8")
     (st.etc / "accounting").mkdir(parents=True)
@@ -73,6 +80,8 @@ def _internal_names(topology: Topology) -> list[str]:
         names.append(site.controller)
         names.extend(site.compute_hosts())
         names.extend(site.node_names())
+        if site.kind == "oar":
+            names.extend(oarconf.node_ssh_names(site))
     return names
 
 
@@ -135,12 +144,34 @@ def wait_ready(tb: Testbed, topology: Topology, deadline: float, report: Progres
     while True:
         ready = 0
         for site in topology.sites:
-            result = tb.exec(site.name, info.SINFO_ARGS, timeout=30)
-            ready += sum(1 for s in info.parse_sinfo(result.stdout).values() if s in settled)
+            ready += sum(1 for s in node_states(tb, site.name, site.kind).values()
+                         if s in settled)
         report("nodes", ready, topology.total_nodes)
         if ready == topology.total_nodes:
             return
         _pause(tb, deadline, f"{ready} of {topology.total_nodes} nodes {'/'.join(sorted(settled))}")
+
+
+#: OAR's states of a healthy node, as the Slurm states ``wait_ready`` expects.
+_OAR_SETTLED = {"alive": "idle"}
+
+
+def node_states(tb: Testbed, site: str, kind: str) -> dict[str, str]:
+    """Node -> state (Slurm's words; an OAR node that is Alive counts as ``idle``).
+
+    OAR's Alive says nothing about jobs: the nodes of an OAR site with running jobs
+    show as ``idle`` too (``testbed status`` counts its jobs separately).
+    """
+    if kind == "oar":
+        result = tb.exec(site, oarconf.OARNODES_ARGS, timeout=30)
+        if not result.ok:
+            return {}
+        try:
+            states = oarconf.parse_node_states(result.stdout)
+        except ValueError:
+            return {}
+        return {n: _OAR_SETTLED.get(s, s) for n, s in states.items()}
+    return info.parse_sinfo(tb.exec(site, info.SINFO_ARGS, timeout=30).stdout)
 
 
 def _pause(tb: Testbed, deadline: float, what: str) -> None:
@@ -179,7 +210,15 @@ def diagnostics(tb: Testbed) -> str:
             logs = tb.docker.docker_cmd("logs", "--tail", "40", c.id, check=False)
             parts.append(_section(f"{c.hostname}: docker logs", logs.stdout + logs.stderr))
             continue
-        if c.role == "controller":
+        kind = _kind(tb, c.site)
+        if c.role == "controller" and kind == "oar":
+            for argv in (("oarnodes", "-s"), ("oarstat",)):
+                r = tb.exec(c.hostname, argv, timeout=30)
+                parts.append(_section(f"{c.hostname}: {argv[0]}", r.stdout + r.stderr))
+            parts.append(_section(f"{c.hostname}: oar.log", _tail_logs(tb, c, "/var/log/oar.log")))
+        elif kind == "oar":
+            continue
+        elif c.role == "controller":
             for argv in (("sinfo",), ("squeue",)):
                 r = tb.exec(c.hostname, argv, timeout=30)
                 parts.append(_section(f"{c.hostname}: {argv[0]}", r.stdout + r.stderr))
@@ -194,9 +233,19 @@ def diagnostics(tb: Testbed) -> str:
     return "\n".join(parts)
 
 
+def _kind(tb: Testbed, site: str | None) -> str:
+    try:
+        return tb.record().topology.site(site).kind if site else "slurm"
+    except InputError:
+        return "slurm"
+
+
 def cancel_all_jobs(tb: Testbed, controllers: Iterable[Container], timeout: float) -> None:
-    """scancel every job on every site and wait (bounded) until the queues are empty."""
-    running = [c for c in controllers if c.running]
+    """scancel every job on every Slurm site and wait (bounded) until the queues are empty.
+
+    OAR sites need none of this: their jobs' processes live in the site's containers.
+    """
+    running = [c for c in controllers if c.running and _kind(tb, c.site) == "slurm"]
     for c in running:
         tb.exec(c.hostname, ["scancel", "--partition", PARTITION], timeout=30)
     deadline = time.monotonic() + timeout

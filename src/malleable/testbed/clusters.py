@@ -16,6 +16,8 @@ One ``[clusters.SITE]`` table per site::
     controller = "vu-ctl"       # hostname inside the testbed
     host_key_alias = "vu-ctl"   # the host key is pinned to this name, not to the port
 
+An OAR site has ``kind = "oar"`` and neither ``slurm_cluster`` nor ``partition``.
+
 The manager and the other commands read it with ``--config FILE``.
 """
 
@@ -37,8 +39,10 @@ def render_clusters_toml(testbed: str, endpoints: Iterable[SiteEndpoint]) -> str
              f"--name {testbed}).", "# Regenerated at every bring-up: ports and keys change.", ""]
     for ep in endpoints:
         lines.append(f"[clusters.{ep.site}]")
-        for key, value in (("kind", "slurm"), ("slurm_cluster", ep.slurm_cluster),
-                           ("partition", ep.partition), ("nodes", ep.nodes), ("host", ep.host),
+        names: tuple[tuple[str, str | int], ...] = (("kind", ep.kind),)
+        if ep.kind == "slurm":
+            names += (("slurm_cluster", ep.slurm_cluster), ("partition", ep.partition))
+        for key, value in (*names, ("nodes", ep.nodes), ("host", ep.host),
                            ("port", ep.port), ("address", ep.address), ("user", ep.user),
                            ("key", ep.key), ("known_hosts", ep.known_hosts),
                            ("controller", ep.controller),

@@ -6,7 +6,10 @@ hostname is what Slurm and SSH use inside that network. Only the controllers' ss
 published, on a random port of 127.0.0.1.
 
 Start order: the accounting service becomes healthy, the compute containers start (so
-their names resolve), then each site's controller starts.
+their names resolve), then each site's controller starts. An OAR site's server starts
+once its node containers are healthy (OAR suspects a node whose sshd does not answer
+when it is added); its containers share one volume as ``/home`` (``oarexec`` runs a job
+in the submitter's working directory on the job's first node).
 """
 
 from __future__ import annotations
@@ -69,8 +72,35 @@ def _service(image: str, name: str, role: str, command: list[str], secrets: Path
     }
 
 
+def home_volume(site: Site) -> str:
+    """The compose volume that is ``/home`` on every container of an OAR site."""
+    return f"{site.name}-home"
+
+
+def _oar_site_services(site: Site, image: str, name: str, secrets: Path,
+                       etc: Path) -> dict[str, dict[str, Any]]:
+    services: dict[str, dict[str, Any]] = {}
+    home = f"{home_volume(site)}:/home"
+    for host, nodes in site.layout().items():
+        svc = _service(image, name, "compute", ["oar-node", site.name], secrets, etc, site.name)
+        svc["hostname"] = host
+        svc["networks"] = {"default": {"aliases": list(nodes)}}
+        svc["volumes"].append(home)
+        services[host] = svc
+    ctl = _service(image, name, "controller", ["oar-server", site.name, *site.node_names()],
+                   secrets, etc, site.name)
+    ctl["hostname"] = site.controller
+    ctl["ports"] = ["127.0.0.1::22"]
+    ctl["volumes"].append(home)
+    ctl["depends_on"] = {h: {"condition": "service_healthy"} for h in site.compute_hosts()}
+    services[site.controller] = ctl
+    return services
+
+
 def _site_services(site: Site, image: str, name: str, secrets: Path,
                    etc: Path) -> dict[str, dict[str, Any]]:
+    if site.kind == "oar":
+        return _oar_site_services(site, image, name, secrets, etc)
     services: dict[str, dict[str, Any]] = {}
     for host, nodes in site.layout().items():
         svc = _service(image, name, "compute", ["compute", site.name, *nodes], secrets, etc,
@@ -91,9 +121,15 @@ def _site_services(site: Site, image: str, name: str, secrets: Path,
 def compose_project(topology: Topology, name: str, image: str, state_dir: Path) -> dict[str, Any]:
     """The compose document of a testbed whose state lives in ``state_dir``."""
     secrets, etc = state_dir / "secrets", state_dir / "etc"
-    dbd = _service(image, name, "accounting", ["accounting"], secrets, etc)
-    dbd["hostname"] = DBD_HOST
-    services: dict[str, dict[str, Any]] = {DBD_HOST: dbd}
+    services: dict[str, dict[str, Any]] = {}
+    if topology.has_slurm:
+        dbd = _service(image, name, "accounting", ["accounting"], secrets, etc)
+        dbd["hostname"] = DBD_HOST
+        services[DBD_HOST] = dbd
     for site in topology.sites:
         services.update(_site_services(site, image, name, secrets, etc))
-    return {"version": "2.4", "services": services}
+    doc: dict[str, Any] = {"version": "2.4", "services": services}
+    volumes: dict[str, Any] = {home_volume(s): {} for s in topology.sites if s.kind == "oar"}
+    if volumes:
+        doc["volumes"] = volumes
+    return doc

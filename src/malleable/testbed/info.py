@@ -49,7 +49,8 @@ class Container:
 
 @dataclass(frozen=True, slots=True)
 class SiteEndpoint:
-    """How to reach one site: SSH to its controller (the login node), and its Slurm names."""
+    """How to reach one site: SSH to its controller (the login node), and its names (for an
+    OAR site ``slurm_cluster`` and ``partition`` are empty)."""
 
     site: str
     slurm_cluster: str
@@ -63,11 +64,13 @@ class SiteEndpoint:
     nodes: int
     partition: str
     compute: tuple[str, ...] = ()
+    kind: str = "slurm"
 
 
 @dataclass(frozen=True, slots=True)
 class SiteStatus:
-    """One site now: its controller, its nodes by Slurm state, its queue."""
+    """One site now: its controller, its nodes by state (Slurm's words; an OAR node that is
+    Alive is ``idle``), its queue."""
 
     site: str
     controller: str
@@ -78,6 +81,7 @@ class SiteStatus:
     jobs: int
     endpoint: SiteEndpoint | None
     error: str = ""
+    kind: str = "slurm"
 
     @property
     def idle(self) -> int:

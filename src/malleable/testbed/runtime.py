@@ -17,6 +17,7 @@ from pathlib import Path
 
 import malleable.testbed.clusters as clusters
 import malleable.testbed.info as info
+import malleable.testbed.oarconf as oarconf
 from malleable.errors import ExternalError, InputError
 from malleable.testbed.compose import LABEL_TESTBED, check_name, project_name
 from malleable.testbed.docker import Docker, Result
@@ -128,12 +129,15 @@ class Testbed:
             ctl = next((c for c in found if c.role == "controller" and c.site == site.name), None)
             if ctl is None or ctl.ssh_port is None or ctl.address is None:
                 continue
+            slurm = site.kind == "slurm"
             out[site.name] = SiteEndpoint(
-                site=site.name, slurm_cluster=site.name, controller=site.controller,
+                site=site.name, slurm_cluster=site.name if slurm else "",
+                controller=site.controller,
                 host=info.PUBLISH_HOST, port=ctl.ssh_port, address=ctl.address, user=info.USER,
                 key=str(self.state.secrets / "id_ed25519"),
                 known_hosts=str(self.state.secrets / "known_hosts"),
-                nodes=site.nodes, partition=PARTITION, compute=tuple(site.compute_hosts()))
+                nodes=site.nodes, partition=PARTITION if slurm else "",
+                compute=tuple(site.compute_hosts()), kind=site.kind)
         return out
 
     def config_toml(self) -> str:
@@ -147,17 +151,33 @@ class Testbed:
         return clusters.render_clusters_toml(self.name, eps.values())
 
     def site_status(self, site: str, ctl: Container | None, nodes: int,
-                    endpoint: SiteEndpoint | None) -> SiteStatus:
+                    endpoint: SiteEndpoint | None, kind: str = "slurm") -> SiteStatus:
         if ctl is None or not ctl.running:
             return SiteStatus(site, f"{site}-ctl", ctl.state if ctl else "missing",
                               ctl.health if ctl else None, nodes, {}, 0, endpoint,
-                              "controller not running")
+                              "controller not running", kind)
+        if kind == "oar":
+            return self._oar_status(site, ctl, nodes, endpoint)
         sinfo = self.exec(site, info.SINFO_ARGS, timeout=30)
         squeue = self.exec(site, info.SQUEUE_ARGS, timeout=30)
         error = "; ".join(r.stderr.strip() for r in (sinfo, squeue) if not r.ok)
         return SiteStatus(site, ctl.hostname, ctl.state, ctl.health, nodes,
                           info.count_states(info.parse_sinfo(sinfo.stdout)),
                           len(info.parse_squeue(squeue.stdout)), endpoint, error)
+
+    def _oar_status(self, site: str, ctl: Container, nodes: int,
+                    endpoint: SiteEndpoint | None) -> SiteStatus:
+        import malleable.testbed.bringup as bringup
+
+        states = bringup.node_states(self, site, "oar")
+        oarstat = self.exec(site, oarconf.OARSTAT_ARGS, timeout=30)
+        try:
+            jobs = oarconf.count_jobs(oarstat.stdout) if oarstat.ok else 0
+        except ValueError:
+            jobs = 0
+        error = "" if states and oarstat.ok else (oarstat.stderr.strip() or "oarnodes failed")
+        return SiteStatus(site, ctl.hostname, ctl.state, ctl.health, nodes,
+                          info.count_states(states), jobs, endpoint, error, "oar")
 
     def status(self) -> TestbedStatus:
         """Every site's controller, node states and queue length (InputError if not up)."""
@@ -167,7 +187,8 @@ class Testbed:
         sites = {}
         for site in rec.topology.sites:
             ctl = next((c for c in found if c.role == "controller" and c.site == site.name), None)
-            sites[site.name] = self.site_status(site.name, ctl, site.nodes, eps.get(site.name))
+            sites[site.name] = self.site_status(site.name, ctl, site.nodes, eps.get(site.name),
+                                                site.kind)
         healthy = sum(1 for c in found if c.healthy)
         up = healthy == len(found) == rec.topology.total_containers and all(
             s.idle == s.nodes for s in sites.values())

@@ -1,9 +1,9 @@
 """Secrets generated at bring-up, into the testbed's state directory (never committed).
 
 ``secrets/`` holds the munge key shared by every daemon, one SSH host key shared by the
-testbed's containers, the user key of the ``malleable`` login, the accounting database
-password, and the ``known_hosts`` file that pins the host key to every name and address
-a client may use.
+testbed's containers, the user key of the ``malleable`` login, the key of OAR's ``oar``
+user, the accounting database password, and the ``known_hosts`` file that pins the host
+key to every name and address a client may use (OAR's nodes also as ``[NODE]:6667``).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 MUNGE_KEY = "munge.key"
 HOST_KEY = "ssh_host_ed25519_key"
 USER_KEY = "id_ed25519"
+#: The key of OAR's ``oar`` user (server to nodes), generated per testbed.
+OAR_KEY = "oar_id_ed25519"
 DB_PASS = "dbpass"
 KNOWN_HOSTS = "known_hosts"
 #: Bytes of a munge key (munge's own default).
@@ -52,10 +54,16 @@ def generate(directory: Path, testbed: str) -> None:
     _write(directory / MUNGE_KEY, _random.token_bytes(MUNGE_KEY_BYTES), 0o600)
     _write(directory / DB_PASS, _random.token_urlsafe(24).encode(), 0o600)
     for name, comment in ((HOST_KEY, f"testbed-{testbed}-host"),
-                          (USER_KEY, f"malleable@testbed-{testbed}")):
+                          (USER_KEY, f"malleable@testbed-{testbed}"),
+                          (OAR_KEY, f"oar@testbed-{testbed}")):
         private, public = _ssh_keypair(comment)
         _write(directory / name, private, 0o600)
         _write(directory / f"{name}.pub", public, 0o644)
+
+
+def password() -> str:
+    """A fresh database password (URL-safe: it goes into configuration files as is)."""
+    return _random.token_urlsafe(24)
 
 
 def host_public_key(directory: Path) -> str:

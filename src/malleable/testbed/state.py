@@ -7,7 +7,7 @@ i.e. ``~/.local/state/malleable/testbeds/NAME``)::
     compose.yml         the compose project (JSON)
     clusters.toml       the clusters config (what `malleable testbed config` prints)
     secrets/            munge key, SSH host and user keys, known_hosts, database password
-    etc/SITE/slurm.conf, etc/accounting/slurmdbd.conf
+    etc/SITE/slurm.conf, etc/accounting/slurmdbd.conf, etc/SITE/oar-settings (OAR sites)
     logs/               diagnostics dumped when a bring-up fails
 """
 
@@ -79,15 +79,16 @@ class Record:
         return {
             "name": self.name, "project": self.project, "image": self.image,
             "topology": {"name": self.topology.name,
-                         "sites": [{"name": s.name, "nodes": s.nodes, "containers": s.containers}
+                         "sites": [{"name": s.name, "nodes": s.nodes, "containers": s.containers,
+                                    "kind": s.kind}
                                    for s in self.topology.sites]},
         }
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Record:
         topo = doc["topology"]
-        sites = tuple(Site(s["name"], int(s["nodes"]), int(s["containers"]))
-                      for s in topo["sites"])
+        sites = tuple(Site(s["name"], int(s["nodes"]), int(s["containers"]),
+                           str(s.get("kind", "slurm"))) for s in topo["sites"])
         return cls(doc["name"], doc["project"], Topology(topo["name"], sites), doc["image"])
 
 

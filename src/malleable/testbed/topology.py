@@ -1,15 +1,19 @@
-"""Testbed topologies: which Slurm sites to emulate, with how many nodes and containers.
+"""Testbed topologies: which Slurm and OAR sites to emulate, with how many nodes and containers.
 
-A site is one Slurm cluster: a controller container (``slurmctld`` and ``sshd``, the
-site's login node) and ``containers`` compute containers that share the site's
-``nodes`` emulated nodes (one ``slurmd -N NODE`` each). Built-in topologies are
-``das3`` (the five DAS-3 clusters) and ``small`` (two sites of four nodes, for tests);
-a TOML file describes any other layout::
+A Slurm site is a controller container (``slurmctld`` and ``sshd``, the site's login
+node) and ``containers`` compute containers that share the site's ``nodes`` emulated
+nodes (one ``slurmd -N NODE`` each). An OAR site (``kind = "oar"``) is a server
+container (PostgreSQL, OAR's server and user tools, ``sshd``: the login node) and
+compute containers whose emulated nodes are network aliases (OAR reaches a node by ssh
+to its name on port 6667). Built-in topologies are ``das3`` (the five DAS-3 clusters),
+``das3-mixed`` (the same sizes: three Slurm and two OAR sites) and ``small`` (two
+sites of four nodes, for tests); a TOML file describes any other layout::
 
     # my-topology.toml
     [sites.alpha]
     nodes = 16
     containers = 2      # optional, default 2
+    kind = "oar"        # optional, default "slurm"
 
     [sites.beta]
     nodes = 8
@@ -36,7 +40,9 @@ MAX_NODES = 1000
 #: Most compute containers a site may have.
 MAX_CONTAINERS = 32
 #: Keys a ``[sites.NAME]`` table may hold.
-SITE_KEYS = ("nodes", "containers")
+SITE_KEYS = ("nodes", "containers", "kind")
+#: Resource managers a site may run.
+KINDS = ("slurm", "oar")
 #: Keys the top level of a topology file may hold.
 TOP_KEYS = ("name", "sites")
 DEFAULT_CONTAINERS = 2
@@ -44,15 +50,16 @@ DEFAULT_CONTAINERS = 2
 
 @dataclass(frozen=True, slots=True)
 class Site:
-    """One emulated Slurm cluster."""
+    """One emulated cluster (Slurm, or OAR with ``kind = "oar"``)."""
 
     name: str
     nodes: int
     containers: int = DEFAULT_CONTAINERS
+    kind: str = "slurm"
 
     @property
     def controller(self) -> str:
-        """Hostname of the controller (and login) container: the SlurmctldHost."""
+        """Hostname of the controller (and login) container: SlurmctldHost or OAR server."""
         return f"{self.name}-ctl"
 
     def node_names(self) -> list[str]:
@@ -89,9 +96,15 @@ class Topology:
         return sum(s.nodes for s in self.sites)
 
     @property
+    def has_slurm(self) -> bool:
+        """Whether a Slurm site needs the shared accounting service."""
+        return any(s.kind == "slurm" for s in self.sites)
+
+    @property
     def total_containers(self) -> int:
-        """Containers of a testbed: the accounting service, and per site controller + compute."""
-        return 1 + sum(s.containers + 1 for s in self.sites)
+        """Containers of a testbed: the accounting service (with a Slurm site), and per site
+        controller + compute."""
+        return int(self.has_slurm) + sum(s.containers + 1 for s in self.sites)
 
     def site(self, name: str) -> Site:
         for site in self.sites:
@@ -117,8 +130,12 @@ class Topology:
 DAS3 = Topology("das3", (Site("vu", 85), Site("uva", 41), Site("delft", 68),
                          Site("multimedian", 46), Site("leiden", 32)))
 #: Two sites of four nodes in two containers each: enough for most integration tests.
+#: The DAS-3 sizes with two sites run by OAR: one manager over both kinds.
+DAS3_MIXED = Topology("das3-mixed", (Site("vu", 85), Site("uva", 41), Site("delft", 68),
+                                     Site("multimedian", 46, kind="oar"),
+                                     Site("leiden", 32, kind="oar")))
 SMALL = Topology("small", (Site("vu", 4), Site("uva", 4)))
-BUILTIN: dict[str, Topology] = {t.name: t for t in (DAS3, SMALL)}
+BUILTIN: dict[str, Topology] = {t.name: t for t in (DAS3, DAS3_MIXED, SMALL)}
 
 
 def load_topology(spec: str) -> Topology:
@@ -168,10 +185,14 @@ def _parse_site(name: str, table: Any, source: str) -> Site:
     nodes = _positive_int(table["nodes"], f"{where} nodes", MAX_NODES, source)
     containers = _positive_int(table.get("containers", DEFAULT_CONTAINERS),
                                f"{where} containers", MAX_CONTAINERS, source)
+    kind = table.get("kind", "slurm")
+    if kind not in KINDS:
+        raise InputError(f"{where}: kind must be one of {', '.join(KINDS)}, got {kind!r}",
+                         source=source)
     if containers > nodes:
         raise InputError(f"{where}: {containers} containers for {nodes} nodes; every compute "
                          "container needs at least one node", source=source)
-    return Site(name, nodes, containers)
+    return Site(name, nodes, containers, kind)
 
 
 def _check_keys(table: dict[str, Any], valid: tuple[str, ...], where: str, source: str) -> None:

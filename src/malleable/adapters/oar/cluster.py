@@ -1,0 +1,385 @@
+"""An OAR site as a :class:`~malleable.resources.ResourceManager`, with emulated malleability.
+
+OAR 2.5 cannot change a running job's resources. As KOALA ran malleable jobs on GRAM, a
+malleable job here is a *collection*: a base job of the job's minimum size (it runs the
+work, :mod:`~malleable.adapters.oar.payload`) and one single-node *extension* job per
+node above it, named after the base (``m.RUN.JOB+``). The job's size is the nodes of its
+base and of its running extensions.
+
+* **Start** at ``size``: the base job (``min_size`` nodes for a malleable job, ``size``
+  for a rigid one) and ``size - base`` extensions, all submitted at once.
+* **Grow** by ``k``: ``k`` extensions in one array submission (``oarsub --array k``),
+  then wait (``grow_wait`` + ``grow_wait_per_node`` per extension: OAR launches each job
+  through its own ssh and ``oarexec``) until OAR runs them; those not running by then are
+  deleted and not counted (a refusal costs that wait).
+* **Shrink** by ``k``: ``oardel`` of the ``k`` newest extensions; the size drops at once,
+  the nodes are idle once OAR has ended those jobs. A job never shrinks below its base.
+* **Observe**: one call per cycle (``oarnodes -J`` and ``oarstat -J``). Jobs not of this
+  run are background load. A base job gone from oarstat's list is read with
+  ``oarstat -fJ -j``; one that OAR does not know ends FAILED, never COMPLETED.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Protocol
+
+from malleable.adapters.oar.ctl import OarCtl, Poll
+from malleable.adapters.oar.parse import OarJob
+from malleable.adapters.oar.payload import OarPayload
+from malleable.clock import Clock
+from malleable.errors import ExternalError
+from malleable.model import ClusterView, JobKind, JobSpec, JobState, RunningJob
+from malleable.resources import Capability, JobEvent
+
+logger = logging.getLogger(__name__)
+
+#: Where base jobs' scripts go, in the submitting user's (shared) home.
+SCRIPT_DIR = ".malleable/oar"
+
+
+def job_name(run: str, job_id: str) -> str:
+    """The OAR name of a managed job's base job (its extensions add ``+``)."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in job_id)
+    return f"m.{run}.{safe}"[:100]
+
+
+class NativeJournal(Protocol):
+    """Where the adapter records the OAR id of each job's base job (SQLite in real runs)."""
+
+    def slurm_submitted(self, site: str, job_id: str, slurm_id: int) -> None: ...
+
+
+@dataclass(slots=True)
+class _Mine:
+    """A job this adapter submitted: its base job and its extension jobs."""
+
+    spec: JobSpec
+    base: int | None
+    requested: int
+    submitted: float
+    extensions: list[int] = field(default_factory=list)
+    released: list[int] = field(default_factory=list)
+    size: int = 0
+    started: bool = False
+    finished: bool = False
+    changed: float = 0.0
+
+
+@dataclass
+class OarCluster:
+    """One OAR site (see the module docstring)."""
+
+    name: str
+    ctl: OarCtl
+    clock: Clock
+    run_id: str
+    payload: OarPayload = field(default_factory=OarPayload)
+    reserve: int = 0
+    speed: float = 1.0
+    journal: NativeJournal | None = None
+    grow_wait: float = 15.0
+    grow_wait_per_node: float = 0.5
+    capabilities: frozenset[Capability] = frozenset({Capability.SHRINK, Capability.EXPAND})
+    last_view: ClusterView | None = None
+    sleep: Callable[[float], None] = time.sleep
+    _mine: dict[str, _Mine] = field(default_factory=dict)
+    _events: list[JobEvent] = field(default_factory=list)
+    _poll: Poll | None = None
+    _unused: set[str] = field(default_factory=set)
+
+    # ------------------------------------------------------------ observing
+
+    def refresh(self) -> None:
+        """Take one observation now."""
+        poll = self.ctl.poll()
+        self._follow_all(poll, self.clock.now())
+        self._poll = poll
+        self._unused = {"drain", "observe"}
+
+    def _stale(self) -> None:
+        self._unused = set()
+
+    def invalidate(self) -> None:
+        self._stale()
+
+    def _use(self, purpose: str) -> Poll:
+        if purpose not in self._unused or self._poll is None:
+            self.refresh()
+        self._unused.discard(purpose)
+        assert self._poll is not None  # refresh sets it
+        return self._poll
+
+    def close(self) -> None:
+        self.ctl.runner.close()
+
+    def drain_events(self) -> Sequence[JobEvent]:
+        self._use("drain")
+        events, self._events = self._events, []
+        return events
+
+    def observe(self) -> ClusterView:
+        self.last_view = self._view(self._use("observe"))
+        return self.last_view
+
+    def _view(self, poll: Poll) -> ClusterView:
+        usable = {n.address for n in poll.nodes if n.usable}
+        busy = {a for j in poll.jobs if j.holds_nodes for a in j.nodes}
+        claimed = sum(m.requested for m in self._mine.values()
+                      if not m.started and not m.finished)
+        by_base = {m.base: m for m in self._mine.values() if m.base is not None}
+        extensions = {e for m in self._mine.values() for e in (*m.extensions, *m.released)}
+        running: dict[str, RunningJob] = {}
+        pending = 0
+        for job in poll.jobs:
+            if job.job_id in extensions:
+                continue
+            mine = by_base.get(job.job_id)
+            if job.state is JobState.PENDING:
+                pending += mine is None
+            elif job.holds_nodes and job.state_raw != "Finishing":
+                entry = self._running(job, mine)
+                running[entry.id] = entry
+        idle = len(usable - busy) - claimed
+        return ClusterView(self.name, len(usable), max(0, idle), self.reserve,
+                           MappingProxyType(running), pending, self.speed)
+
+    def _running(self, job: OarJob, mine: _Mine | None) -> RunningJob:
+        start = self.clock.from_epoch(job.start_time or 0.0)
+        if mine is not None and not mine.finished:
+            return RunningJob(mine.spec, self.name, mine.size or len(job.nodes), start, True)
+        size = len(job.nodes)
+        spec = JobSpec(f"oar:{self.name}:{job.job_id}", JobKind.RIGID, size, size, size,
+                       app="fixed", user=job.owner)
+        return RunningJob(spec, self.name, size, start, False)
+
+    # ------------------------------------------------------------ events
+
+    def _follow_all(self, poll: Poll, now: float) -> None:
+        by_id = {j.job_id: j for j in poll.jobs}
+        self._adopt_orphans(poll)
+        missing = []
+        for mine in self._mine.values():
+            if mine.finished:
+                continue
+            mine.extensions = [e for e in mine.extensions if e in by_id]
+            mine.released = [e for e in mine.released if e in by_id]
+            base = by_id.get(mine.base) if mine.base is not None else None
+            if base is None:
+                missing.append(mine)
+                continue
+            self._follow(mine, base, by_id, now)
+        if missing:
+            self._settle_missing(missing, now)
+
+    def _adopt_orphans(self, poll: Poll) -> None:
+        """Extension jobs OAR accepted although their submission timed out: found by name."""
+        names = {self._name(m.spec) + "+": m for m in self._mine.values()
+                 if not m.finished and m.base is not None}
+        known = {e for m in self._mine.values() for e in (*m.extensions, *m.released)}
+        for job in poll.jobs:
+            mine = names.get(job.name)
+            if mine is not None and job.job_id not in known and not job.state.finished:
+                logger.info("%s: OAR job %d is an extension of %s", self.name, job.job_id,
+                            mine.spec.id)
+                mine.extensions.append(job.job_id)
+
+    def _size(self, mine: _Mine, base: OarJob, by_id: dict[int, OarJob]) -> int:
+        exts = (by_id[e] for e in mine.extensions if e in by_id)
+        return len(base.nodes) + sum(len(e.nodes) for e in exts if e.state_raw == "Running")
+
+    def _follow(self, mine: _Mine, base: OarJob, by_id: dict[int, OarJob], now: float) -> None:
+        state = base.state
+        if state is JobState.UNKNOWN:
+            logger.warning("%s: job %d is in state %r, which the adapter does not know",
+                           self.name, base.job_id, base.state_raw)
+            return
+        if state.finished:
+            self._end(mine, base, now)
+            return
+        if base.state_raw != "Running" or not base.nodes:
+            return
+        size = self._size(mine, base, by_id)
+        if not mine.started:
+            start = self._clamp(base.start_time, mine.submitted, now)
+            self._emit(mine, JobEvent(start, mine.spec.id, JobState.RUNNING, size))
+            mine.started, mine.size = True, size
+        elif size != mine.size:
+            logger.info("%s: job %s now has %d nodes (was %d)", self.name, mine.spec.id, size,
+                        mine.size)
+            self._emit(mine, JobEvent(now, mine.spec.id, JobState.RUNNING, size))
+            mine.size = size
+
+    def _end(self, mine: _Mine, job: OarJob, now: float) -> None:
+        if not mine.started and job.start_time is not None and job.nodes:
+            start = self._clamp(job.start_time, mine.submitted, now)
+            self._emit(mine, JobEvent(start, mine.spec.id, JobState.RUNNING, len(job.nodes)))
+        state = job.state
+        end = self._clamp(job.stop_time, max(mine.submitted, mine.changed), now)
+        reason = "" if state is JobState.COMPLETED else f"OAR {job.state_raw}"
+        self._emit(mine, JobEvent(end, mine.spec.id, state, 0, reason))
+        mine.finished, mine.size = True, 0
+        if mine.extensions:
+            self.ctl.delete(mine.extensions)
+            mine.extensions = []
+
+    def _settle_missing(self, missing: list[_Mine], now: float) -> None:
+        """Base jobs gone from oarstat's list: their end from ``oarstat -fJ -j``."""
+        ids = [m.base for m in missing if m.base is not None]
+        try:
+            found = {j.job_id: j for j in self.ctl.jobs(ids)}
+        except ExternalError as exc:
+            logger.warning("%s: oarstat -fJ failed (%s); will retry next cycle", self.name, exc)
+            return
+        for mine in missing:
+            job = found.get(mine.base) if mine.base is not None else None
+            if job is not None and job.state.finished:
+                self._end(mine, job, now)
+            elif job is None:
+                self._emit(mine, JobEvent(now, mine.spec.id, JobState.FAILED, 0,
+                                          f"OAR does not know job {mine.base}"))
+                mine.finished = True
+
+    def _emit(self, mine: _Mine, event: JobEvent) -> None:
+        mine.changed = max(mine.changed, event.time)
+        self._events.append(event)
+        if event.state is JobState.RUNNING:
+            self._tell_size(mine, event.size)
+
+    def _tell_size(self, mine: _Mine, size: int) -> None:
+        """Write the size the job has in OAR where its payload reads it."""
+        try:
+            self.ctl.write(f"{self._script(mine.spec)}.size", f"{size}\n")
+        except ExternalError as exc:
+            logger.warning("%s: cannot tell %s its size %d: %s", self.name, mine.spec.id, size,
+                           exc)
+
+    def _clamp(self, epoch: float | None, low: float, high: float) -> float:
+        if epoch is None:
+            return high
+        return min(high, max(low, self.clock.from_epoch(epoch + 0.5)))
+
+    # ------------------------------------------------------------ acting
+
+    def _name(self, spec: JobSpec) -> str:
+        return job_name(self.run_id, spec.id)
+
+    def _script(self, spec: JobSpec) -> str:
+        """The base job's script path without its suffix (``.py``; ``.size`` its size)."""
+        return f"{SCRIPT_DIR}/{self.run_id}/{self._name(spec)}"
+
+    def start(self, spec: JobSpec, size: int) -> int:
+        if size < 1:
+            return 0
+        platform = sum(n.usable for n in (self._poll or self.ctl.poll()).nodes)
+        if size > platform:
+            # OAR rejects a request beyond the platform; so does the collection as a whole.
+            logger.warning("%s: %s asks %d nodes of %d: refused", self.name, spec.id, size,
+                           platform)
+            return 0
+        base_size = min(size, spec.min_size) if spec.malleable else size
+        name = self._name(spec)
+        path = f"{self._script(spec)}.py"
+        walltime = self.payload.walltime(spec)
+        try:
+            self.ctl.write(path, self.payload.script(spec))
+            base = self.ctl.submit(["-n", name, "-l", f"nodes={base_size},walltime={walltime}"],
+                                   f"python3 {path}")[0]
+        except ExternalError as exc:
+            logger.warning("%s: oarsub of %s refused: %s", self.name, spec.id, exc)
+            return 0
+        self._stale()
+        self.adopt(spec, base, requested=size)
+        if self.journal is not None:
+            self.journal.slurm_submitted(self.name, spec.id, base)
+        if size > base_size:
+            self._mine[spec.id].extensions = self._extend(spec, base, size - base_size)
+        logger.info("%s: submitted %s as OAR job %d (%d nodes + %d extensions)", self.name,
+                    spec.id, base, base_size, len(self._mine[spec.id].extensions))
+        return base_size + len(self._mine[spec.id].extensions)
+
+    def _extend(self, spec: JobSpec, base: int, count: int) -> list[int]:
+        options = ["-n", self._name(spec) + "+", "-l",
+                   f"nodes=1,walltime={self.payload.walltime(spec)}"]
+        try:
+            return self.ctl.submit(options, OarPayload.extension(base), count)
+        except ExternalError as exc:
+            logger.warning("%s: extensions of %s refused: %s", self.name, spec.id, exc)
+            return []
+
+    def adopt(self, spec: JobSpec, native_id: int | None, *, requested: int = 0,
+              started: bool = False, size: int = 0, since: float | None = None) -> None:
+        """Take charge of a job (just submitted, or found again after a restart)."""
+        now = self.clock.now() if since is None else since
+        self._mine[spec.id] = _Mine(spec, native_id, requested or size, now, size=size,
+                                    started=started, changed=now)
+
+    def native_id(self, job_id: str) -> int | None:
+        mine = self._mine.get(job_id)
+        return None if mine is None else mine.base
+
+    def offer_grow(self, job_id: str, offer: int) -> int:
+        mine = self._resizable(job_id)
+        if mine is None or offer <= 0 or Capability.EXPAND not in self.capabilities:
+            return 0
+        accepted = mine.spec.accepts(mine.size, offer)
+        if accepted <= 0 or mine.base is None:
+            return 0
+        self._stale()
+        new = self._extend(mine.spec, mine.base, accepted)
+        wait = self.grow_wait + self.grow_wait_per_node * len(new)
+        running = self._await_running(new, wait)
+        late = [e for e in new if e not in running]
+        if late:
+            self.ctl.delete(late)
+            mine.released.extend(late)
+            logger.warning("%s: %d of %d extensions of %s did not start within %.0f s",
+                           self.name, len(late), len(new), job_id, wait)
+        mine.extensions.extend(running)
+        if running:
+            mine.size += len(running)
+            self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, mine.size))
+        return len(running)
+
+    def _await_running(self, ids: list[int], wait: float) -> list[int]:
+        deadline = time.monotonic() + wait
+        while ids:
+            jobs = {j.job_id: j for j in self.ctl.jobs(ids)}
+            running = [i for i in ids if i in jobs and jobs[i].state_raw == "Running"]
+            ended = [i for i in ids if i in jobs and jobs[i].state.finished]
+            if len(running) + len(ended) == len(ids) or time.monotonic() >= deadline:
+                return running
+            self.sleep(0.5)
+        return []
+
+    def request_shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
+        mine = self._resizable(job_id)
+        if mine is None or amount <= 0 or Capability.SHRINK not in self.capabilities:
+            return 0
+        released = min(mine.spec.releases(mine.size, amount), len(mine.extensions))
+        if released <= 0:
+            return 0
+        self._stale()
+        gone, mine.extensions = mine.extensions[-released:], mine.extensions[:-released]
+        self.ctl.delete(gone)
+        mine.released.extend(gone)
+        mine.size -= released
+        self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, mine.size))
+        return released
+
+    def cancel(self, job_id: str) -> None:
+        mine = self._mine.get(job_id)
+        if mine is not None and mine.base is not None and not mine.finished:
+            self._stale()
+            self.ctl.delete([mine.base, *mine.extensions])
+
+    def _resizable(self, job_id: str) -> _Mine | None:
+        mine = self._mine.get(job_id)
+        if (mine is None or mine.base is None or not mine.started or mine.finished
+                or not mine.spec.malleable):
+            return None
+        return mine

@@ -1,0 +1,104 @@
+"""What a managed job runs on an OAR site: the base job's work, and the extension jobs.
+
+The base job runs the same sleep-based work as on Slurm (one unit of work progressing at
+``1 / T(n)`` a second, ``T`` the job's application model from :mod:`malleable.apps`),
+but learns its size ``n`` from a file next to its script in the shared home
+(``SCRIPT.size``), which the adapter writes whenever it sees the job's size change in
+OAR (the base job's nodes plus its running extension jobs); until then the base job's
+own node count (``$OAR_NODEFILE``). It reads the file every ``tick`` seconds: a file
+read, not a perl ``oarstat`` per job and tick, which the testbed's shared cores could
+not afford. An extension job holds its node until it is deleted (a shrink) or its base
+job has ended.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+
+from malleable.adapters.slurm.payload import Payload as SlurmPayload
+from malleable.apps import AppCatalog, standard_catalog
+from malleable.model import JobSpec
+
+_TEMPLATE = '''#!/usr/bin/env python3
+"""malleable payload for job {job_id} on OAR: sleeps through its work at the speed of its size."""
+import json, os, sys, time
+
+TIMES = {{int(k): v for k, v in json.loads({times!r}).items()}}
+TICK = {tick!r}
+SIZE_FILE = os.path.splitext(os.path.abspath(__file__))[0] + ".size"
+JOB = os.environ.get("OAR_JOB_ID", "")
+
+
+def own_nodes():
+    try:
+        with open(os.environ["OAR_NODEFILE"]) as f:
+            return len({{line.strip() for line in f if line.strip()}})
+    except (KeyError, OSError):
+        return min(TIMES)
+
+
+def size(last):
+    try:
+        with open(SIZE_FILE) as f:
+            return int(f.read().strip() or last)
+    except (OSError, ValueError):
+        return last
+
+
+def seconds(n):
+    sizes = sorted(TIMES)
+    n = min(max(n, sizes[0]), sizes[-1])
+    while n not in TIMES:
+        n -= 1
+    return max(TIMES[n], 1e-3)
+
+
+n = size(own_nodes())
+done, last = 0.0, time.monotonic()
+print("start", JOB, "nodes", n, "seconds", seconds(n), flush=True)
+while done < 1.0:
+    time.sleep(max(0.0, min(TICK, (1.0 - done) * seconds(n))))
+    now = time.monotonic()
+    done += (now - last) / seconds(n)
+    last = now
+    m = size(n)
+    if m != n:
+        print("resized", n, "->", m, "done", round(done, 4), flush=True)
+        n = m
+print("end", JOB, "nodes", n, flush=True)
+sys.exit(0)
+'''
+
+#: An extension job: hold the node while the base job (``$1``) has not ended.
+_EXTENSION = ("while oarstat -s -j {base} | grep -qE ': (Waiting|Hold|toLaunch|"
+              "toAckReservation|Launching|Running|Suspended|Resuming)$'; do sleep 15; done")
+
+
+@dataclass(frozen=True, slots=True)
+class OarPayload:
+    """Scaled like the Slurm payload (see :class:`~malleable.adapters.slurm.payload.Payload`)."""
+
+    time_scale: float = 1.0
+    speed: float = 1.0
+    tick: float = 0.5
+    catalog: AppCatalog = field(default_factory=standard_catalog, repr=False, compare=False)
+
+    def _slurm(self) -> SlurmPayload:
+        return SlurmPayload(self.time_scale, self.speed, self.tick, self.catalog)
+
+    def script(self, spec: JobSpec) -> str:
+        """The base job's script (it reads its size from ``SCRIPT.size``)."""
+        times = json.dumps({str(n): round(t, 6) for n, t in self._slurm().times(spec).items()})
+        return _TEMPLATE.format(job_id=spec.id.replace('"', "'"), times=times, tick=self.tick)
+
+    def walltime(self, spec: JobSpec) -> str:
+        """OAR's ``walltime=H:MM:SS``: as generous as the Slurm time limit."""
+        minutes = self._slurm().time_limit_minutes(spec)
+        return f"{minutes // 60}:{minutes % 60:02d}:00"
+
+    @staticmethod
+    def extension(base: int) -> str:
+        """The command of an extension job of base job ``base``."""
+        return _EXTENSION.format(base=shlex.quote(str(base)))

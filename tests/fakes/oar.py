@@ -1,0 +1,156 @@
+"""A fake OAR site for the tests: a CommandRunner that answers the OAR adapter's argv in
+OAR 2.5.9's JSON shapes (those recorded in tests/data/oar/).
+
+It models what the adapter relies on: one resource per node, FCFS scheduling of waiting
+jobs at every command, ``oarsub -J`` (refused beyond the platform), ``oardel`` (a running
+job ends in Error with FRAG_JOB_REQUEST), ``oarnodes -J`` and ``oarstat -J`` in one call,
+``oarstat -fJ -j ...`` (ended jobs too) and the script written into the shared home.
+``start_delay`` keeps a job waiting for that many commands (OAR's scheduling latency).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from malleable.adapters.shell import CommandError, Result
+
+_ENDED = ("Terminated", "Error")
+
+
+@dataclass
+class FakeOarJob:
+    job_id: int
+    name: str
+    want: int
+    command: str
+    state: str = "Waiting"
+    nodes: list[str] = field(default_factory=list)
+    submit: int = 0
+    start: int = 0
+    stop: int = 0
+    events: list[str] = field(default_factory=list)
+    exit_code: int | None = None
+    wait: int = 0
+
+
+@dataclass
+class FakeOar:
+    node_names: list[str]
+    now: int = 1_800_000_000
+    jobs: dict[int, FakeOarJob] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    calls: list[list[str]] = field(default_factory=list)
+    start_delay: int = 0
+    _next: int = 1
+
+    # ------------------------------------------------------------ CommandRunner
+
+    def run(self, argv: Sequence[str], timeout: float, *, input: str | None = None,
+            check: bool = True) -> Result:
+        args = list(argv)
+        self.calls.append(args)
+        self._schedule()
+        result = self._dispatch(args, input)
+        if check and result.rc != 0:
+            raise CommandError(args, result.rc, result.stdout, result.stderr)
+        return result
+
+    def close(self) -> None:
+        return None
+
+    # ------------------------------------------------------------ the site
+
+    def free(self) -> list[str]:
+        busy = {n for j in self.jobs.values() if j.state == "Running" for n in j.nodes}
+        return [n for n in self.node_names if n not in busy]
+
+    def add_job(self, nodes: int, name: str = "bg") -> FakeOarJob:
+        job = self._new(name, nodes, "sleep 1000")
+        self._schedule()
+        return job
+
+    def finish(self, job_id: int, exit_code: int = 0) -> None:
+        job = self.jobs[job_id]
+        job.state, job.stop, job.exit_code = "Terminated", self.now, exit_code
+
+    def _new(self, name: str, want: int, command: str) -> FakeOarJob:
+        job = FakeOarJob(self._next, name, want, command, submit=self.now,
+                         wait=self.start_delay)
+        self.jobs[job.job_id] = job
+        self._next += 1
+        return job
+
+    def _schedule(self) -> None:
+        for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
+            if job.state != "Waiting":
+                continue
+            if job.wait > 0:
+                job.wait -= 1
+                continue
+            free = self.free()
+            if len(free) < job.want:
+                return
+            job.state, job.nodes, job.start = "Running", free[:job.want], self.now
+
+    # ------------------------------------------------------------ commands
+
+    def _dispatch(self, args: list[str], input: str | None) -> Result:
+        if args[:2] == ["sh", "-c"] and "oarnodes -J" in args[2]:
+            return Result(0, self._oarnodes() + "\n@@malleable:oarstat@@\n" + self._oarstat(
+                [j for j in self.jobs.values() if j.state not in _ENDED], full=False), "")
+        if args[:2] == ["sh", "-c"] and args[3:4] == ["write"]:
+            self.files[args[4]] = input or ""
+            return Result(0, "", "")
+        if args[:2] == ["oarsub", "-J"]:
+            count = int(args[args.index("--array") + 1]) if "--array" in args else 1
+            return self._oarsub(count, args[2:])
+        if args[:2] == ["oarstat", "-fJ"]:
+            ids = [int(a) for a in args[2:] if a != "-j"]
+            return Result(0, self._oarstat([self.jobs[i] for i in ids if i in self.jobs],
+                                           full=True), "")
+        if args[0] == "oardel":
+            for arg in args[1:]:
+                self._delete(int(arg))
+            return Result(0, "", "")
+        return Result(127, "", f"fake oar: unknown command {args!r}")
+
+    def _oarsub(self, count: int, args: list[str]) -> Result:
+        name, resources = args[args.index("-n") + 1], args[args.index("-l") + 1]
+        want = int(resources.split(",")[0].removeprefix("nodes="))
+        out = []
+        for _ in range(count):
+            if want > len(self.node_names):
+                out.append("OAR_JOB_ID=-5\n##########\n{\n   \"job_id\" : -5\n}\n##########\n"
+                           "There are not enough resources for your request\n")
+                return Result(8, "".join(out), "")
+            job = self._new(name, want, args[-1])
+            out.append(f"[ADMISSION RULE] Modify resource description\nOAR_JOB_ID={job.job_id}\n"
+                       f"\n##########\n{{\n   \"job_id\" : {job.job_id}\n}}\n\n##########\n")
+        self._schedule()
+        return Result(0, "".join(out), "")
+
+    def _delete(self, job_id: int) -> None:
+        job = self.jobs.get(job_id)
+        if job is None or job.state in _ENDED:
+            return
+        job.events.append("FRAG_JOB_REQUEST")
+        job.state, job.stop = "Error", self.now
+
+    def _oarnodes(self) -> str:
+        return json.dumps({str(i + 1): {"resource_id": i + 1, "network_address": n,
+                                        "state": "Alive"}
+                           for i, n in enumerate(self.node_names)})
+
+    def _oarstat(self, jobs: list[FakeOarJob], *, full: bool) -> str:
+        out = {}
+        for job in jobs:
+            doc = {"Job_Id": job.job_id, "name": job.name, "owner": "malleable",
+                   "state": job.state, "assigned_network_address": job.nodes,
+                   "submissionTime": job.submit, "startTime": job.start, "command": job.command}
+            if full:
+                doc.update(stopTime=job.stop, exit_code=job.exit_code,
+                           events=[{"type": e} for e in job.events])
+            out[str(job.job_id)] = doc
+        return json.dumps(out)

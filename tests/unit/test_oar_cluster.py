@@ -1,0 +1,155 @@
+"""OarCluster on the fake OAR (tests/fakes/oar.py): the extension-job emulation of
+malleability, events, background load, and what is never reported as completed."""
+
+from __future__ import annotations
+
+from malleable.adapters.oar.cluster import OarCluster, job_name
+from malleable.adapters.oar.ctl import OarCtl
+from malleable.adapters.oar.payload import OarPayload
+from malleable.clock import ScaledClock
+from malleable.model import JobKind, JobSpec, JobState
+from tests.fakes.oar import FakeOar
+from tests.fakes.slurm import node_names
+
+
+class Journal:
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+
+    def slurm_submitted(self, site: str, job_id: str, slurm_id: int) -> None:
+        self.ids[job_id] = slurm_id
+
+
+def _site(nodes: int = 6, delay: int = 0) -> tuple[FakeOar, OarCluster]:
+    fake = FakeOar(node_names(nodes), start_delay=delay)
+    clock = ScaledClock(float(fake.now), 1.0, wall=lambda: float(fake.now))
+    return fake, OarCluster("grid", OarCtl(fake), clock, "r1", OarPayload(0.01),
+                            sleep=lambda s: None, journal=Journal())
+
+
+def _malleable(job: str, low: int = 1, high: int = 6, size: int = 2) -> JobSpec:
+    return JobSpec(job, JobKind.MALLEABLE, low, high, size, app="fixed", runtime=100.0)
+
+
+def test_start_is_a_base_job_of_the_minimum_and_extensions_for_the_rest() -> None:
+    fake, oar = _site()
+    assert oar.start(_malleable("a", low=2), 4) == 4
+    jobs = sorted(fake.jobs.values(), key=lambda j: j.job_id)
+    assert [(j.name, j.want) for j in jobs] == [(job_name("r1", "a"), 2)] + [
+        (job_name("r1", "a") + "+", 1)] * 2
+    script_path = next(p for p in fake.files if p.endswith(".py"))
+    assert "SIZE_FILE" in fake.files[script_path]
+    events = oar.drain_events()
+    assert [(e.state, e.size) for e in events] == [(JobState.RUNNING, 4)]
+    view = oar.observe()
+    assert list(view.running) == ["a"] and view.running["a"].size == 4 and view.idle == 2
+    assert fake.files[script_path.removesuffix(".py") + ".size"] == "4\n"  # told its size
+    assert oar.journal is not None and oar.journal.ids == {"a": 1}  # type: ignore[attr-defined]
+
+
+def test_rigid_job_is_one_job_and_is_never_resized() -> None:
+    fake, oar = _site()
+    oar.start(JobSpec("r", JobKind.RIGID, 3, 3, 3, app="fixed", runtime=10.0), 3)
+    oar.drain_events()
+    assert len(fake.jobs) == 1
+    assert oar.offer_grow("r", 2) == 0 and oar.request_shrink("r", 1, True) == 0
+
+
+def test_grow_adds_running_extensions_and_shrink_deletes_the_newest() -> None:
+    fake, oar = _site()
+    oar.start(_malleable("a"), 2)
+    oar.drain_events()
+    assert oar.offer_grow("a", 3) == 3
+    assert oar.observe().running["a"].size == 5
+    assert oar.request_shrink("a", 2, False) == 2
+    deleted = [j for j in fake.jobs.values() if j.state == "Error"]
+    assert sorted(j.job_id for j in deleted) == [4, 5]  # the two newest extensions
+    view = oar.observe()
+    assert view.running["a"].size == 3 and "oar:grid:4" not in view.running
+    assert [e.size for e in oar.drain_events()] == [5, 3]
+    assert [v for p, v in fake.files.items() if p.endswith(".size")] == ["3\n"]
+
+
+def test_shrink_never_goes_below_the_base_job() -> None:
+    _, oar = _site()
+    oar.start(_malleable("a", low=2), 3)
+    oar.drain_events()
+    assert oar.request_shrink("a", 3, True) == 1
+    assert oar.observe().running["a"].size == 2
+
+
+def test_extensions_that_do_not_start_in_time_are_deleted_and_not_counted() -> None:
+    fake, oar = _site(nodes=3)
+    oar.grow_wait = 0.0
+    oar.start(_malleable("a"), 2)
+    oar.drain_events()
+    fake.add_job(1, "someone")  # takes the last node
+    assert oar.offer_grow("a", 1) == 0
+    assert [j.state for j in fake.jobs.values() if j.name.endswith("+")][-1] == "Error"
+    assert oar.observe().running["a"].size == 2
+
+
+def test_cancel_ends_cancelled_and_the_end_of_the_base_deletes_its_extensions() -> None:
+    fake, oar = _site()
+    oar.start(_malleable("a"), 3)
+    oar.start(_malleable("b"), 2)
+    oar.drain_events()
+    oar.cancel("a")
+    fake.now += 5
+    ends = [e for e in oar.drain_events() if e.state.finished]
+    assert [(e.job_id, e.state) for e in ends] == [("a", JobState.CANCELLED)]
+    base_b = oar.native_id("b")
+    assert base_b is not None
+    fake.finish(base_b)
+    ends = [e for e in oar.drain_events() if e.state.finished]
+    assert [(e.job_id, e.state) for e in ends] == [("b", JobState.COMPLETED)]
+    assert all(j.state in ("Terminated", "Error") for j in fake.jobs.values())
+
+
+def test_a_vanished_job_fails_and_a_failing_one_is_not_completed() -> None:
+    fake, oar = _site()
+    oar.start(_malleable("a"), 1)
+    oar.start(_malleable("b"), 1)
+    oar.drain_events()
+    base_a, base_b = oar.native_id("a"), oar.native_id("b")
+    assert base_a is not None and base_b is not None
+    del fake.jobs[base_a]
+    fake.finish(base_b, exit_code=768)
+    ends = {e.job_id: e.state for e in oar.drain_events() if e.state.finished}
+    assert ends == {"a": JobState.FAILED, "b": JobState.FAILED}
+
+
+def test_other_jobs_are_background_and_pending_jobs_claim_their_nodes() -> None:
+    fake, oar = _site(nodes=4, delay=3)
+    fake.start_delay = 0
+    fake.add_job(2, "someone")
+    fake.start_delay = 3
+    oar.start(_malleable("a"), 1)
+    view = oar.observe()
+    assert view.running["oar:grid:1"].managed is False and view.running["oar:grid:1"].size == 2
+    assert "a" not in view.running and view.idle == 1  # a's pending base claims one node
+
+
+def test_start_beyond_the_platform_is_refused_whole() -> None:
+    fake, oar = _site(nodes=3)
+    assert oar.start(_malleable("big", high=8), 4) == 0
+    assert fake.jobs == {}
+
+
+def test_an_extension_oar_accepted_after_a_timed_out_submission_is_adopted_by_name() -> None:
+    fake, oar = _site()
+    oar.start(_malleable("a"), 2)
+    oar.drain_events()
+    fake.add_job(1, job_name("r1", "a") + "+")  # as if oarsub answered too late
+    events = oar.drain_events()
+    assert [(e.job_id, e.size) for e in events] == [("a", 3)]
+    assert oar.request_shrink("a", 2, False) == 2  # both extensions are the job's own
+
+
+def test_grow_is_one_array_submission() -> None:
+    fake, oar = _site()
+    oar.start(_malleable("a"), 1)
+    oar.drain_events()
+    assert oar.offer_grow("a", 3) == 3
+    subs = [c for c in fake.calls if c[:2] == ["oarsub", "-J"]]
+    assert subs[-1][2:4] == ["--array", "3"] and len(subs) == 2
