@@ -77,3 +77,14 @@ def test_fig5_one_quantity_per_panel_and_no_fills(figures: Any) -> None:
         "allocated nodes", "running jobs", "jobs completed"]
     assert not any(ax.collections for ax in axes)  # no fill_between
     assert not any(ax.get_legend() for ax in axes)  # one figure legend, below
+
+
+def test_drawing_reports_each_figure_for_the_progress_bar(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    """The second bar of `experiment dmrlib` counts the figures and the report: it is
+    full only when every file is written."""
+    assert main(["experiment", "dmrlib", "--quick", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "figures and report written" in out
+    assert f"{len(plots.FIGURES) + 1}/{len(plots.FIGURES) + 1}" in out

@@ -50,3 +50,10 @@ def test_panel_f_of_fig_8_has_grows_and_shrinks_of_both_workloads() -> None:
         assert "FPSMA · W'm grows" in labels and "FPSMA · W'mr shrinks" in labels
     finally:
         plt.close(fig)
+
+
+def test_every_figure_is_a_step_of_the_progress_bar() -> None:
+    from malleable.experiments.koala.experiment import drawing_steps
+
+    assert drawing_steps(["paper"]) == [("7", "paper"), ("8", "paper")]
+    assert len(drawing_steps(["paper", "local-25", "reconfig-30"])) == 6
