@@ -24,7 +24,7 @@ from malleable.errors import InputError
 from malleable.experiments.dmrlib.results import VERSIONS, Study
 from malleable.experiments.dmrlib.study import Setup, average
 from malleable.experiments.dmrlib.study import run as run_one
-from malleable.metrics.summary import output_dir
+from malleable.metrics.summary import output_dir, write_summary
 from malleable.workloads.dmrlib import (
     ALL,
     NONE,
@@ -46,16 +46,19 @@ QUICK_SIZES = (20, 40)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, metavar="DIR",
-                        help="directory for the figures (PNG), table7.md/csv, results.json and "
-                             "report.md")
-    parser.add_argument("--jobs", type=int, nargs="+", metavar="N",
-                        help=f"workload sizes (default {' '.join(map(str, SIZES))})")
+                        help="directory for the figures (PNG), table7.md/csv, summary.json (also "
+                             "as results.json, its older name) and report.md")
+    parser.add_argument("--sizes", dest="jobs", type=int, nargs="+", metavar="N",
+                        help=f"workload sizes, in jobs, one workload per size (default "
+                             f"{' '.join(map(str, SIZES))})")
+    # the older spelling, kept working but not shown
+    parser.add_argument("--jobs", dest="jobs", type=int, nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--table7-jobs", type=int, metavar="N",
                         help="workload size of Table 7 and Fig. 5 (default 1000)")
     parser.add_argument("--seed", type=argtypes.seed, default=1, help="first seed (default 1)")
     parser.add_argument("--seeds", type=int, default=1, metavar="K",
-                        help="workloads drawn per size, results averaged (default 1, as the "
-                             "paper's single runs)")
+                        help="workloads drawn per size, with seeds --seed..--seed+K-1, "
+                             "results averaged (default 1, as the paper's single runs)")
     parser.add_argument("--interarrival", type=float, default=10.0, metavar="S",
                         help="mean inter-arrival time of Feitelson's model at factor 1 "
                              "(default 10 s)")
@@ -101,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         write_report(study, out)
         progress.update(writing, advance=1, description="figures and report written")
     numbers = key_numbers(study)
-    (out / "results.json").write_text(json.dumps(numbers, indent=2) + "\n", encoding="utf-8")
+    write_summary(out, numbers, legacy=True)
     if args.json:
         print(json.dumps(numbers))
     else:

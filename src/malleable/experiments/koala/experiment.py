@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true",
                         help="print the key numbers and verdicts as one JSON object")
     parser.add_argument("--seeds", type=int, default=4, metavar="N",
-                        help="seeds 1..N for every curve (default 4, as the paper's 4 runs)")
+                        help="run every curve once with each seed 1..N; a seed draws the "
+                             "workload (default 4, as the paper's 4 runs)")
     parser.add_argument("--no-sensitivity", dest="sensitivity", action="store_false",
                         help="only the paper's setting (skip the sensitivity runs)")
 
