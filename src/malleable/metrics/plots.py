@@ -23,12 +23,29 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Style:
-    """How one series looks (matplotlib colour, line style, width)."""
+    """How one series looks (matplotlib colour, line style, width, marker).
+
+    ``marker`` (a matplotlib marker, ``None`` for none) is drawn every ``markevery``
+    of the axes' diagonal, so that a curve keeps its symbol however many points it has
+    and can be told apart in grayscale print as well as in colour.
+    """
 
     color: str = "tab:blue"
     linestyle: str = "-"
     linewidth: float = 1.8
     alpha: float = 1.0
+    marker: str | None = None
+    markevery: float = 0.1
+
+    def kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of ``Axes.plot``/``Axes.step`` for this style."""
+        kw: dict[str, Any] = {"color": self.color, "linestyle": self.linestyle,
+                              "linewidth": self.linewidth, "alpha": self.alpha}
+        if self.marker is not None:
+            kw.update(marker=self.marker, markevery=self.markevery, markersize=6,
+                      markerfacecolor="white", markeredgecolor=self.color,
+                      markeredgewidth=1.4)
+        return kw
 
 
 def cdf(ax: Any, values: Sequence[float], label: str, style: Style = Style()) -> None:
@@ -38,8 +55,7 @@ def cdf(ax: Any, values: Sequence[float], label: str, style: Style = Style()) ->
         return
     y = np.arange(1, data.size + 1) / data.size
     ax.step(np.concatenate(([data[0]], data)), np.concatenate(([0.0], y)), where="post",
-            label=label, color=style.color, linestyle=style.linestyle,
-            linewidth=style.linewidth, alpha=style.alpha)
+            label=label, **style.kwargs())
     ax.set_ylim(0, 1.02)
     ax.set_ylabel("fraction of jobs")
 
@@ -75,11 +91,9 @@ def series(ax: Any, x: Sequence[float] | np.ndarray, y: Sequence[float] | np.nda
     if len(x) == 0:
         return
     if step:
-        ax.step(x, y, where="post", label=label, color=style.color,
-                linestyle=style.linestyle, linewidth=style.linewidth, alpha=style.alpha)
+        ax.step(x, y, where="post", label=label, **style.kwargs())
     else:
-        ax.plot(x, y, label=label, color=style.color, linestyle=style.linestyle,
-                linewidth=style.linewidth, alpha=style.alpha)
+        ax.plot(x, y, label=label, **style.kwargs())
 
 
 def cumulative(times: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -89,14 +103,15 @@ def cumulative(times: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def finish(ax: Any, title: str, xlabel: str, ylabel: str | None = None,
-           legend: bool = True) -> None:
+           legend: bool = True, handlelength: float = 2.0) -> None:
+    """Title, labels, grid and legend; a longer ``handlelength`` shows dash patterns."""
     ax.set_title(title, fontsize=11)
     ax.set_xlabel(xlabel)
     if ylabel is not None:
         ax.set_ylabel(ylabel)
     ax.grid(True, alpha=0.3)
     if legend and ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8, loc="best", framealpha=0.85)
+        ax.legend(fontsize=8, loc="best", framealpha=0.85, handlelength=handlelength)
 
 
 def grid(rows: int, cols: int, width: float = 5.2, height: float = 3.8) -> tuple[Any, Any]:

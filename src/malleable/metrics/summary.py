@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -122,6 +123,24 @@ def output_dir(path: Path) -> Path:
     except OSError as exc:
         raise InputError(f"cannot create output directory: {exc.strerror}",
                          source=str(path)) from None
+    return path
+
+
+#: The name every experiment's numbers are written under (docs/experiments.md).
+SUMMARY = "summary.json"
+#: The older name of DMRlib's and CooRM's ``summary.json``, still written (same content)
+#: so that scripts reading it keep working.
+LEGACY_SUMMARY = "results.json"
+
+
+def write_summary(out: Path, payload: Any, legacy: bool = False, **dump: Any) -> Path:
+    """``payload`` as ``out/summary.json`` (and, with ``legacy``, the same text as
+    ``out/results.json``); ``dump`` goes to :func:`json.dumps` (default ``indent=2``)."""
+    text = json.dumps(payload, **({"indent": 2} | dump)) + "\n"
+    path = out / SUMMARY
+    path.write_text(text, encoding="utf-8")
+    if legacy:
+        (out / LEGACY_SUMMARY).write_text(text, encoding="utf-8")
     return path
 
 

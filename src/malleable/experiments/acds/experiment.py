@@ -40,8 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="a tiny sweep (few job counts and QFs, 2 repetitions) in seconds")
     parser.add_argument("--jobs", default=None, metavar="FIRST:LAST:STEP",
-                        help="numbers of jobs (default 20:500:20, the paper's grid; "
-                             "20:500:40 halves the time)")
+                        help="the sweep's job counts, FIRST to LAST by STEP (default 20:500:20, "
+                             "the paper's grid; 20:500:40 halves the time)")
     parser.add_argument("--seed", type=argtypes.seed, default=1, help="base seed of every scenario")
     parser.add_argument("--work-scale", type=float, default=None, metavar="X",
                         help=f"quanta L per Downey node-second (default "
@@ -50,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--integral", action="store_true",
                         help="allocate whole processors (integral DEQ) instead of fractions")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
-                        help="worker processes (default 1)")
+                        help="worker processes that run the sweep's scenarios in parallel "
+                             "(default 1)")
 
 
 def settings_from(args: argparse.Namespace) -> Settings:

@@ -4,8 +4,9 @@ Fig. 6: for 1 to 8 clusters of 128 hosts, the number of computed configurations,
 the scheduler's CPU time and the total message size, over instances of W0 (CooRM
 and the OAR-like baseline) and W1-W3 (CooRM). Fig. 7: the end-time increase of
 W1's CEM application as its adaptation delay crosses the fair-start delay.
-Writes ``fig6.png``, ``fig7.png``, ``report.md`` and ``results.json`` into
-``--out``; ``--json`` prints the key numbers per cluster count.
+Writes ``fig6.png``, ``fig7.png``, ``report.md`` and ``summary.json`` (also as
+``results.json``, its older name) into ``--out``; ``--json`` prints the key numbers
+per cluster count.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from malleable import argtypes
 from malleable.errors import InputError
 from malleable.experiments.coorm.runs import RunOutcome, RunSpec, Setup, quartiles, run_one
+from malleable.metrics.summary import write_summary
 from malleable.workloads.swf import read_swf
 
 SERIES: tuple[tuple[str, str], ...] = (("oar", "W0"), ("coorm", "W0"), ("coorm", "W1"),
@@ -49,7 +51,9 @@ class Plan:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, type=Path, help="directory for figures and report")
+    parser.add_argument("--out", required=True, type=Path,
+                        help="directory for fig6.png, fig7.png, report.md and summary.json "
+                             "(also as results.json, its older name)")
     parser.add_argument("--json", action="store_true",
                         help="print the key numbers per cluster count as JSON on stdout")
     parser.add_argument("--quick", action="store_true",
@@ -58,7 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="cluster counts for Fig. 6, e.g. 1-8 or 1,2,4,8 (default 1-8)")
     parser.add_argument("--instances", type=int, default=None,
                         help="workload instances per point of Fig. 6 (default 2)")
-    parser.add_argument("--jobs", type=int, default=None, help="jobs per pack (default 200)")
+    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+                        help="jobs per pack, the size of each workload instance (default 200)")
     parser.add_argument("--hosts", type=int, default=None, help="hosts per cluster (default 128)")
     parser.add_argument("--delays", default=None,
                         help="CEM adaptation delays for Fig. 7, seconds (default 0,2,4,6,8,10)")
@@ -72,7 +77,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--swf-cores-per-host", type=int, default=1,
                         help="processors per host in the SWF trace (LLNL Atlas: 8)")
     parser.add_argument("--workers", type=int, default=None,
-                        help="worker processes (default: 2, or 1 with --quick)")
+                        help="worker processes that run the simulations in parallel "
+                             "(default: 2, or 1 with --quick)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,11 +94,11 @@ def run(args: argparse.Namespace) -> int:
     draw_fig6(summary, args.out / "fig6.png")
     draw_fig7(summary, args.out / "fig7.png")
     write_report(summary, args.out / "report.md")
-    (args.out / "results.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    write_summary(args.out, summary, legacy=True, indent=1, sort_keys=True)
     if args.json:
         print(json.dumps(key_numbers(summary), indent=1, sort_keys=True))
     else:
-        Console().print(f"wrote {args.out}/report.md, fig6.png, fig7.png, results.json "
+        Console().print(f"wrote {args.out}/report.md, fig6.png, fig7.png, summary.json "
                         f"({wall:.0f} s)")
     return 0
 

@@ -27,7 +27,7 @@ def report_lines(summary: dict[str, Any]) -> list[str]:
         f"per point; re-policy interval {p['repolicy_interval']:g} s, fair-start "
         f"{p['fair_start']:g} s (CooRM), as in the paper.",
         "",
-        "Figures: fig6.png (Fig. 6), fig7.png (Fig. 7). All numbers: results.json.",
+        "Figures: fig6.png (Fig. 6), fig7.png (Fig. 7). All numbers: summary.json.",
         "",
         "## Fig. 6: medians per cluster count",
         "",

@@ -24,7 +24,7 @@ from malleable.errors import InputError
 from malleable.experiments.dmrlib.results import VERSIONS, Study
 from malleable.experiments.dmrlib.study import Setup, average
 from malleable.experiments.dmrlib.study import run as run_one
-from malleable.metrics.summary import output_dir
+from malleable.metrics.summary import output_dir, write_summary
 from malleable.workloads.dmrlib import (
     ALL,
     NONE,
@@ -46,16 +46,19 @@ QUICK_SIZES = (20, 40)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, metavar="DIR",
-                        help="directory for the figures (PNG), table7.md/csv, results.json and "
-                             "report.md")
-    parser.add_argument("--jobs", type=int, nargs="+", metavar="N",
-                        help=f"workload sizes (default {' '.join(map(str, SIZES))})")
+                        help="directory for the figures (PNG), table7.md/csv, summary.json (also "
+                             "as results.json, its older name) and report.md")
+    parser.add_argument("--sizes", dest="jobs", type=int, nargs="+", metavar="N",
+                        help=f"workload sizes, in jobs, one workload per size (default "
+                             f"{' '.join(map(str, SIZES))})")
+    # the older spelling, kept working but not shown
+    parser.add_argument("--jobs", dest="jobs", type=int, nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--table7-jobs", type=int, metavar="N",
                         help="workload size of Table 7 and Fig. 5 (default 1000)")
     parser.add_argument("--seed", type=argtypes.seed, default=1, help="first seed (default 1)")
     parser.add_argument("--seeds", type=int, default=1, metavar="K",
-                        help="workloads drawn per size, results averaged (default 1, as the "
-                             "paper's single runs)")
+                        help="workloads drawn per size, with seeds --seed..--seed+K-1, "
+                             "results averaged (default 1, as the paper's single runs)")
     parser.add_argument("--interarrival", type=float, default=10.0, metavar="S",
                         help="mean inter-arrival time of Feitelson's model at factor 1 "
                              "(default 10 s)")
@@ -78,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from malleable.experiments.dmrlib.plots import draw_figures
+    from malleable.experiments.dmrlib.plots import FIGURES, draw_figures
     from malleable.experiments.dmrlib.report import key_numbers, write_table7
     from malleable.experiments.dmrlib.text import write_report
 
@@ -87,14 +90,21 @@ def run(args: argparse.Namespace) -> int:
     sources = _sources(args, sizes, table7_jobs)
     study = Study(sizes, table7_jobs, tuple(range(args.seed, args.seed + args.seeds)),
                   "swf" if args.swf else "feitelson", _options(args))
-    started = time.perf_counter()
-    _execute(study, sources, args)
-    study.elapsed = time.perf_counter() - started
-    draw_figures(study, out)
-    write_table7(study, out)
-    write_report(study, out)
+    with _progress(args.json) as progress:
+        started = time.perf_counter()
+        _execute(study, sources, args, progress)
+        study.elapsed = time.perf_counter() - started
+        # figures and reports are steps of a second bar, so that nothing runs after the
+        # bars are full
+        writing = progress.add_task("drawing figures", total=len(FIGURES) + 1)
+        draw_figures(study, out, lambda name: progress.update(
+            writing, advance=1, description=f"drew {name}"))
+        progress.update(writing, description="writing table7 and report.md")
+        write_table7(study, out)
+        write_report(study, out)
+        progress.update(writing, advance=1, description="figures and report written")
     numbers = key_numbers(study)
-    (out / "results.json").write_text(json.dumps(numbers, indent=2) + "\n", encoding="utf-8")
+    write_summary(out, numbers, legacy=True)
     if args.json:
         print(json.dumps(numbers))
     else:
@@ -164,20 +174,20 @@ def plan(sizes: tuple[int, ...], table7_jobs: int) -> list[tuple[int, Submission
 
 
 def _execute(study: Study, sources: dict[tuple[int, int], Draw],
-             args: argparse.Namespace) -> None:
+             args: argparse.Namespace, progress: Progress) -> None:
     setups = plan(study.sizes, study.table7_jobs)
     total = len(setups) * len(study.seeds)
-    with _progress(args.json) as progress:
-        task = progress.add_task("simulating", total=total)
-        for n, sub, mix in setups:
-            outcomes = []
-            for seed in study.seeds:
-                progress.update(task, description=f"{n} jobs · {sub.value} · {mix.name}")
-                keep = n == study.table7_jobs and mix in (NONE, ALL) and seed == study.seeds[0]
-                outcomes.append(run_one(Setup(n, sub, mix, seed), sources[(n, seed)],
-                                        args.reconfig_cost, keep, not args.any_size))
-                progress.advance(task)
-            study.outcomes[(n, sub, mix.name)] = average(outcomes)
+    task = progress.add_task("simulating", total=total)
+    for n, sub, mix in setups:
+        outcomes = []
+        for seed in study.seeds:
+            progress.update(task, description=f"{n} jobs · {sub.value} · {mix.name}")
+            keep = n == study.table7_jobs and mix in (NONE, ALL) and seed == study.seeds[0]
+            outcomes.append(run_one(Setup(n, sub, mix, seed), sources[(n, seed)],
+                                    args.reconfig_cost, keep, not args.any_size))
+            progress.advance(task)
+        study.outcomes[(n, sub, mix.name)] = average(outcomes)
+    progress.update(task, description="simulated")
 
 
 def _progress(quiet_stdout: bool) -> Progress:

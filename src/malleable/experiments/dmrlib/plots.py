@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from malleable.experiments.dmrlib.report import speedups
 from malleable.experiments.dmrlib.results import VERSIONS, Study
@@ -16,31 +19,66 @@ from malleable.experiments.dmrlib.study import completed_per_bin
 from malleable.workloads.dmrlib import Submission, Version
 from malleable.workloads.dmrlib_apps import APPS, CAP, THRESHOLD, gain_differences
 
-COLORS = {Version.FIXED: "#7f7f7f", Version.PURE_MALLEABLE: "#1f77b4",
-          Version.PURE_MOLDABLE: "#d62728", Version.FLEXIBLE: "#2ca02c"}
+COLORS = {Version.FIXED: "#7f7f7f", Version.PURE_MOLDABLE: "#d62728",
+          Version.PURE_MALLEABLE: "#1f77b4", Version.FLEXIBLE: "#2ca02c"}
+#: Bar hatches, so that the four versions differ in grayscale print too.
+HATCHES = {Version.FIXED: "", Version.PURE_MOLDABLE: "//", Version.PURE_MALLEABLE: "..",
+           Version.FLEXIBLE: "xx"}
+LINES: dict[Version, Literal["-", "--"]] = {Version.PURE_MOLDABLE: "-", Version.FLEXIBLE: "--"}
+#: The figures drawn, in order (each a function of the study and the output directory).
+FIGURES = ("fig3", "fig4", "fig5", "fig8", "fig9", "fig10")
 
 
-def draw_figures(study: Study, out: Path) -> list[Path]:
-    """Write every figure to ``out``; return their paths."""
-    paths = [fig3_gains(out), fig4_speedups(study, out), fig5_evolution(study, out),
-             fig8_workload(study, out), fig9_allocation(study, out), fig10_energy(study, out)]
+def version_label(version: Version) -> str:
+    """A version with the submission mode its jobs use (Table 3), for legends."""
+    return f"{version.value} ({VERSIONS[version][0].value} submission)"
+
+
+#: Said under the title of Figs. 8-10, whose bars mix both submission modes.
+SUBMISSION_NOTE = ("fixed and pure malleable jobs are submitted rigid, "
+                   "pure moldable and flexible ones moldable")
+
+
+def draw_figures(study: Study, out: Path,
+                 advance: Callable[[str], None] | None = None) -> list[Path]:
+    """Write every figure to ``out``; return their paths. ``advance`` is called with a
+    figure's name after it is written (for a progress bar)."""
+    drawers: dict[str, Callable[[], Path]] = {
+        "fig3": lambda: fig3_gains(out), "fig4": lambda: fig4_speedups(study, out),
+        "fig5": lambda: fig5_evolution(study, out), "fig8": lambda: fig8_workload(study, out),
+        "fig9": lambda: fig9_allocation(study, out), "fig10": lambda: fig10_energy(study, out)}
+    paths = []
+    for name in FIGURES:
+        paths.append(drawers[name]())
+        if advance is not None:
+            advance(name)
     return paths
 
 
-def _save(fig: Any, path: Path) -> Path:
-    fig.tight_layout()
+def _save(fig: Any, path: Path, rect: tuple[float, float, float, float] | None = None
+          ) -> Path:
+    fig.tight_layout(rect=rect)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
 def fig3_gains(out: Path) -> Path:
-    """Gain difference of our application curves with the 10% threshold (Fig. 3)."""
+    """Gain difference of our application curves with the 10% threshold (Fig. 3).
+
+    The x axis is categorical (process counts are not evenly spaced) but in numeric order:
+    every count of every application has one place, and each curve goes through its own.
+    """
     fig, ax = plt.subplots(figsize=(7, 4))
-    for app in APPS:
-        gains = [(n, s) for n, s in gain_differences(app.table) if n <= CAP]
-        ax.plot([str(n) for n, _ in gains], [s for _, s in gains], marker="o", label=app.label)
-    ax.axhline(THRESHOLD, color="black", linewidth=2.5)
+    curves = [(app, [(n, s) for n, s in gain_differences(app.table) if n <= CAP])
+              for app in APPS]
+    counts = sorted({n for _, gains in curves for n, _ in gains})
+    place = {n: i for i, n in enumerate(counts)}
+    for (app, gains), marker in zip(curves, "os^Dv", strict=False):
+        ax.plot([place[n] for n, _ in gains], [s for _, s in gains], marker=marker,
+                label=app.label)
+    ax.set_xticks(range(len(counts)), [str(n) for n in counts])
+    ax.axhline(THRESHOLD, color="black", linewidth=2.5, label=f"{THRESHOLD:g}% threshold")
     ax.axhline(0, color="grey", linewidth=0.8)
     ax.set(xlabel="processes", ylabel="gain difference (%)",
            title="Fig. 3 (our curves): gain difference and the 10% threshold")
@@ -67,28 +105,42 @@ def fig4_speedups(study: Study, out: Path) -> Path:
 
 
 def fig5_evolution(study: Study, out: Path) -> Path:
-    """Allocated nodes, running and completed jobs over time, pure moldable vs flexible."""
+    """Allocated nodes, running jobs and completed jobs over time, pure moldable vs flexible.
+
+    One quantity (and unit) per panel; lines, not overlapping fills; completed jobs as
+    side-by-side bars; one legend under the panels, where it covers no data.
+    """
     n = study.table7_jobs
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    fig, (nodes, running, done) = plt.subplots(3, 1, figsize=(8, 8), sharex=True)
     versions = (Version.PURE_MOLDABLE, Version.FLEXIBLE)
-    width = max(1.0, max(study.version(n, v).workload_time for v in versions) / 100)
-    for version in versions:
+    width = max(1.0, max(study.version(n, v).workload_time for v in versions) / 60)
+    handles: list[Any] = []
+    for i, version in enumerate(versions):
         o = study.version(n, version)
-        color = COLORS[version]
+        color, dashes = COLORS[version], LINES[version]
         if o.busy:
-            top.fill_between([t for t, _ in o.busy], [b for _, b in o.busy], step="post",
-                             alpha=0.25, color=color, label=f"allocated nodes ({version.value})")
+            nodes.step([t for t, _ in o.busy], [b for _, b in o.busy], where="post",
+                       color=color, linestyle=dashes, linewidth=1.4)
         if o.running:
-            top.step([t for t, _ in o.running], [c for _, c in o.running], where="post",
-                     color=color, label=f"running jobs ({version.value})")
+            running.step([t for t, _ in o.running], [c for _, c in o.running], where="post",
+                         color=color, linestyle=dashes, linewidth=1.6)
         bins = completed_per_bin(o.ends, width)
-        bottom.bar([t for t, _ in bins], [c for _, c in bins], width=width, align="edge",
-                   alpha=0.5, color=color, label=version.value)
-    top.set(ylabel="nodes / jobs", title=f"Fig. 5: {n}-job workload, moldable submission")
-    top.legend(fontsize=8)
-    bottom.set(xlabel="time (s)", ylabel=f"jobs completed per {width:.0f} s")
-    bottom.legend(fontsize=8)
-    return _save(fig, out / "fig5_evolution.png")
+        done.bar([t + i * width / 2 for t, _ in bins], [c for _, c in bins], width=width / 2,
+                 align="edge", color=color, hatch=HATCHES[version], edgecolor="white",
+                 linewidth=0)
+        handles += [Line2D([], [], color=color, linestyle=dashes,
+                           label=f"{version.value}: allocated nodes, running jobs"),
+                    Patch(facecolor=color, hatch=HATCHES[version], edgecolor="white",
+                          label=f"{version.value}: jobs completed")]
+    nodes.set(ylabel="allocated nodes", ylim=(0, 134),
+              title=f"Fig. 5: {n}-job workload, moldable submission")
+    running.set(ylabel="running jobs")
+    running.set_ylim(bottom=0)
+    done.set(xlabel="time (s)", ylabel=f"jobs completed\nper {width:.0f} s")
+    for ax in (nodes, running, done):
+        ax.grid(True, alpha=0.3)
+    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=9, frameon=False)
+    return _save(fig, out / "fig5_evolution.png", rect=(0, 0.07, 1, 1))
 
 
 def _bars(ax: Any, study: Study, value: Any, ylabel: str) -> None:
@@ -96,50 +148,67 @@ def _bars(ax: Any, study: Study, value: Any, ylabel: str) -> None:
     for i, version in enumerate(VERSIONS):
         xs = [k + (i - 1.5) * width for k in range(len(study.sizes))]
         ax.bar(xs, [value(study.version(n, version)) for n in study.sizes], width,
-               color=COLORS[version], label=version.value)
+               color=COLORS[version], hatch=HATCHES[version], edgecolor="white",
+               linewidth=0, label=version_label(version))
     ax.set_xticks(range(len(study.sizes)), [str(n) for n in study.sizes])
     ax.set(xlabel="jobs in the workload", ylabel=ylabel)
 
 
+def _legend_below(fig: Any, axes: Any, ncol: int = 2) -> None:
+    """One legend for ``axes`` (a list), under the plots, where it covers no bar."""
+    handles: list[Any] = []
+    labels: list[str] = []
+    for ax in axes:
+        h, lab = ax.get_legend_handles_labels()
+        handles += h
+        labels += lab
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+
+
 def fig8_workload(study: Study, out: Path) -> Path:
     """Workload completion time with the rigid speedup line, and mean execution time."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 5.2))
     _bars(left, study, lambda o: o.workload_time, "workload completion time (s)")
     twin = left.twinx()
     ratio = [study.version(n, Version.FIXED).workload_time
              / study.version(n, Version.PURE_MALLEABLE).workload_time for n in study.sizes]
-    twin.plot(range(len(study.sizes)), ratio, color="#1f77b4", marker="o",
-              label="speedup fixed / pure malleable")
+    twin.plot(range(len(study.sizes)), ratio, color="black", marker="o", linestyle="-",
+              label="speedup, fixed / pure malleable (right axis)")
     twin.set_ylabel("speedup")
-    twin.set_ylim(bottom=0)
+    # room above the highest point, so that no marker is cut by the frame
+    twin.set_ylim(0, max([1.0, *ratio]) * 1.15)
     left.set_title("Fig. 8a: workload completion time")
-    left.legend(fontsize=8, loc="upper left")
-    twin.legend(fontsize=8, loc="center left")
     _bars(right, study, lambda o: o.mean_execution, "mean job execution time (s)")
     right.set_title("Fig. 8b: mean job execution time")
-    return _save(fig, out / "fig8_workload_time.png")
+    fig.suptitle(f"Fig. 8 — {SUBMISSION_NOTE}", fontsize=10)
+    _legend_below(fig, [left, twin], ncol=3)
+    return _save(fig, out / "fig8_workload_time.png", rect=(0, 0.1, 1, 1))
 
 
 def fig9_allocation(study: Study, out: Path) -> Path:
     """Resource allocation rate per workload (Fig. 9)."""
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(7, 4.8))
     _bars(ax, study, lambda o: 100.0 * o.allocation, "allocation rate (%)")
     ax.set_ylim(0, 105)
-    ax.set_title("Fig. 9: resource allocation rate")
-    ax.legend(fontsize=8, loc="lower right")
-    return _save(fig, out / "fig9_allocation.png")
+    ax.set_title(f"Fig. 9: resource allocation rate\n{SUBMISSION_NOTE}", fontsize=10)
+    _legend_below(fig, [ax])
+    return _save(fig, out / "fig9_allocation.png", rect=(0, 0.12, 1, 1))
 
 
 def fig10_energy(study: Study, out: Path) -> Path:
     """Energy of each workload relative to the fixed one (Appendix B, Fig. 10)."""
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(7, 4.8))
     _bars(ax, study, lambda o: o.energy, "energy (kWh)")
+    top = 0.0
     for k, n in enumerate(study.sizes):
         fixed = study.version(n, Version.FIXED).energy
         for i, version in enumerate(VERSIONS):
             e = study.version(n, version).energy
+            top = max(top, e)
             ax.annotate(f"{e / fixed:.0%}", (k + (i - 1.5) * 0.2, e), ha="center",
                         va="bottom", fontsize=6)
-    ax.set_title("Fig. 10: energy (idle 100 W, loaded 340 W), share of fixed")
-    ax.legend(fontsize=8)
-    return _save(fig, out / "fig10_energy.png")
+    ax.set_ylim(0, top * 1.1 if top > 0 else 1.0)
+    ax.set_title("Fig. 10: energy (idle 100 W, loaded 340 W), share of fixed\n"
+                 f"{SUBMISSION_NOTE}", fontsize=10)
+    _legend_below(fig, [ax])
+    return _save(fig, out / "fig10_energy.png", rect=(0, 0.12, 1, 1))

@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true",
                         help="print the key numbers and verdicts as one JSON object")
     parser.add_argument("--seeds", type=int, default=4, metavar="N",
-                        help="seeds 1..N for every curve (default 4, as the paper's 4 runs)")
+                        help="run every curve once with each seed 1..N; a seed draws the "
+                             "workload (default 4, as the paper's 4 runs)")
     parser.add_argument("--no-sensitivity", dest="sensitivity", action="store_false",
                         help="only the paper's setting (skip the sensitivity runs)")
 
@@ -60,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
                          source=str(out)) from None
     seeds = tuple(range(1, args.seeds + 1))
     variants = VARIANTS if args.sensitivity else (PAPER,)
-    results = _run_with_progress(plan(seeds, variants), seeds, quiet=args.json)
-    _write(results, out)
+    results = _run_and_draw(plan(seeds, variants), seeds, [v.name for v in variants], out,
+                            quiet=args.json)
     summary = key_numbers(results, out)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     if args.json:
@@ -71,12 +72,22 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_with_progress(tasks: list[Task], seeds: tuple[int, ...], quiet: bool) -> Results:
+def drawing_steps(variants: list[str]) -> list[tuple[str, str]]:
+    """The (figure, variant) pairs drawn after the simulations, in order."""
+    return [(figure, variant) for figure in ("7", "8") for variant in variants]
+
+
+def _run_and_draw(tasks: list[Task], seeds: tuple[int, ...], variants: list[str], out: Path,
+                  quiet: bool) -> Results:
+    """Simulate, then draw the figures and write the report, under one progress bar: each
+    simulation, each figure and the report is a step, so the bar reaches its end only when
+    every file is written."""
     console = Console(stderr=True)
     columns = (TextColumn("[progress.description]{task.description}"), BarColumn(),
                MofNCompleteColumn(), TimeElapsedColumn())
+    drawings = drawing_steps(variants)
     with Progress(*columns, console=console, transient=quiet) as progress:
-        bar = progress.add_task("simulating", total=len(tasks))
+        bar = progress.add_task("simulating", total=len(tasks) + len(drawings) + 1)
 
         def advance(task: Task) -> None:
             combo, variant, seed = task
@@ -84,17 +95,14 @@ def _run_with_progress(tasks: list[Task], seeds: tuple[int, ...], quiet: bool) -
                             description=f"{variant.name} {combo.key} seed {seed}")
 
         results = run_all(tasks, seeds, advance)
-        progress.update(bar, description="simulated")
+        for figure, variant in drawings:
+            progress.update(bar, description=f"drawing Fig. {figure} ({variant})")
+            draw_figure(results, figure, out, variant)
+            progress.advance(bar)
+        progress.update(bar, description="writing report.md")
+        write_report(results, out)
+        progress.update(bar, advance=1, description="done")
     return results
-
-
-def _write(results: Results, out: Path) -> None:
-    for figure in ("7", "8"):
-        draw_figure(results, figure, out)
-        for variant in results.variants():
-            if variant != "paper":
-                draw_figure(results, figure, out, variant)
-    write_report(results, out)
 
 
 def _number(value: float) -> float | None:

@@ -27,6 +27,11 @@ from malleable.metrics.plots import Style
 
 COLORS = {"fpsma": "tab:blue", "egs": "tab:orange", "none": "0.45"}
 DASHES = {"wm": "-", "wm-prime": "-", "wmr": "--", "wmr-prime": "--"}
+#: Panel (f)'s shrink curves: dash-dot patterns, one per workload, none shared with grows.
+SHRINK_DASHES = {"wm": ":", "wm-prime": ":", "wmr": "-.", "wmr-prime": "-."}
+#: One symbol per policy (the baseline has none), so that curves differ in shape, not
+#: only in colour: a grayscale print tells every legend entry apart.
+MARKERS: dict[str, str | None] = {"fpsma": "o", "egs": "^", "none": None}
 BIN_S = 600.0
 
 PANELS = (
@@ -40,13 +45,22 @@ PANELS = (
 
 
 def style(combo: Combo) -> Style:
-    """Colour by policy, dashes by workload; FPSMA wide and pale under a thin EGS line,
-    so that both stay visible where they coincide."""
+    """Colour and marker by policy, dashes by workload; FPSMA wider and pale under a thin
+    EGS line, so that both stay visible where they coincide. Within a panel no two
+    curves share a (dashes, marker) pair."""
     if combo.approach == "none":
-        return Style(COLORS["none"], DASHES[combo.workload], 1.2, 0.9)
+        return Style(COLORS["none"], DASHES[combo.workload], 1.2, 0.9, MARKERS["none"])
     if combo.policy == "fpsma":
-        return Style(COLORS["fpsma"], DASHES[combo.workload], 4.0, 0.5)
-    return Style(COLORS[combo.policy], DASHES[combo.workload], 1.6)
+        return Style(COLORS["fpsma"], DASHES[combo.workload], 3.0, 0.55, MARKERS["fpsma"])
+    return Style(COLORS[combo.policy], DASHES[combo.workload], 1.6, 1.0,
+                 MARKERS[combo.policy])
+
+
+def shrink_style(combo: Combo) -> Style:
+    """Panel (f)'s shrink curve of ``combo``: its grows' colour and marker, shrink dashes."""
+    base = style(combo)
+    return Style(base.color, SHRINK_DASHES[combo.workload], base.linewidth, base.alpha,
+                 base.marker)
 
 
 def _jobs(results: Results, combo: Combo, variant: str) -> list[JobRow]:
@@ -82,13 +96,11 @@ def _activity_panel(ax: Any, results: Results, combos: Sequence[Combo], variant:
         runs = results.of(combo, variant)
         if not runs:
             continue
-        base = style(combo)
         x, y = plots.cumulative(runs[0].grows)
-        plots.series(ax, x / 3600, y, f"{combo.label} grows", base, step=True)
+        plots.series(ax, x / 3600, y, f"{combo.label} grows", style(combo), step=True)
         if runs[0].shrinks:
             x, y = plots.cumulative(runs[0].shrinks)
-            plots.series(ax, x / 3600, y, f"{combo.label} shrinks",
-                         Style(base.color, ":", max(2.0, base.linewidth), base.alpha),
+            plots.series(ax, x / 3600, y, f"{combo.label} shrinks", shrink_style(combo),
                          step=True)
     ax.set_ylabel("operations so far")
 
@@ -108,8 +120,10 @@ def draw_panel(ax: Any, panel: str, results: Results, combos: Sequence[Combo],
         _utilization_panel(ax, results, combos, variant)
     else:
         _activity_panel(ax, results, combos, variant)
-    seeds = "seed 1" if panel in ("e", "f") else f"{len(results.seeds)} seeds pooled"
-    plots.finish(ax, f"({letter}) {title} — {seeds}", xlabel)
+    n = len(results.seeds)
+    seeds = ("seed 1" if panel in ("e", "f")
+             else f"{n} seed{'s' if n != 1 else ''}{' pooled' if n > 1 else ''}")
+    plots.finish(ax, f"({letter}) {title} — {seeds}", xlabel, handlelength=4.0)
 
 
 def draw_figure(results: Results, figure: str, out: Path, variant: str = "paper"

@@ -169,8 +169,9 @@ def write_report(results: Results, out: Path) -> Path:
         "",
         f"`malleable experiment koala`: {n_runs} simulations, seeds {seeds}; Figs. 7 and 8 of "
         "Buisson et al., \"Scheduling malleable applications in multicluster systems\", and the "
-        "`none` baseline (no malleability). Paper: /work/shared/papers/"
-        "koala-malleability-multicluster.txt, sections VI-VII.",
+        "`none` baseline (no malleability). The paper (J. Buisson, O. Sonmez, H. Mohamed, "
+        "W. Lammers, D. Epema) is not part of this repository; the findings below are from "
+        "its sections VI-VII.",
         "",
         SETTING,
         "## The paper's findings beside ours (paper setting)",
