@@ -230,7 +230,8 @@ class SSHRunner:
             raise ExternalError(f"ssh {t.label}: {exc}") from None
         except (OSError, EOFError) as exc:
             client.close()
-            raise ExternalError(f"ssh {t.label}: cannot connect: {exc}") from None
+            why = str(exc).removeprefix("[Errno None] ")  # paramiko's NoValidConnectionsError
+            raise ExternalError(f"ssh {t.label}: cannot connect: {why}") from None
         logger.info("ssh: connected to %s", t.label)
         return client
 
