@@ -41,7 +41,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or (``command`` naming one of ours) one with that command only.
+
+    Each command module is named after the command it registers; importing them all
+    costs a simulation ~1 s of its run (plots, SSH, containers), so ``main`` imports
+    only the one asked for.
+    """
     parser = _Parser(prog="malleable", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"malleable {__version__}")
     parser.add_argument(
@@ -50,9 +56,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in COMMAND_MODULES:
+    modules = [m for m in COMMAND_MODULES if m.rsplit(".", 1)[-1] == command] or COMMAND_MODULES
+    for name in modules:
         importlib.import_module(name).register(sub)
     return parser
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    """The command word of ``argv`` (its first argument that is not an option)."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg
+    return None
 
 
 def _configure_logging(verbosity: int) -> None:
@@ -61,7 +76,8 @@ def _configure_logging(verbosity: int) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command(argv))
     args = parser.parse_args(argv)
     _configure_logging(args.verbose)
     try:

@@ -25,11 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from malleable.adapters.slurm.cluster import SlurmCluster
-from malleable.adapters.slurm.payload import Payload
-from malleable.adapters.slurm.sites import ctl_for
 from malleable.clock import ScaledClock
 from malleable.config import ClustersConfig, SiteConfig, load_config
 from malleable.errors import InputError
@@ -43,6 +40,9 @@ from malleable.sim.run import SimConfig, SimResult, check_jobs, simulate
 from malleable.store import Resumed, RunInfo, Store, resume
 from malleable.workloads.load import load_workload
 from malleable.workloads.swf import write_swf
+
+if TYPE_CHECKING:  # the Slurm adapters (and paramiko) load only for a run on real sites
+    from malleable.adapters.slurm.cluster import SlurmCluster
 
 logger = logging.getLogger(__name__)
 
@@ -186,6 +186,10 @@ def select_sites(config: ClustersConfig, names: str | None) -> tuple[SiteConfig,
 
 def build_adapters(sites: Sequence[SiteConfig], clock: ScaledClock, info: RunInfo,
                    store: Store) -> dict[str, SlurmCluster]:
+    from malleable.adapters.slurm.cluster import SlurmCluster
+    from malleable.adapters.slurm.payload import Payload
+    from malleable.adapters.slurm.sites import ctl_for
+
     return {site.name: SlurmCluster(site.name, ctl_for(site), clock, info.run_id,
                                     Payload(info.time_scale, site.speed), site.reserve,
                                     site.speed, journal=store) for site in sites}

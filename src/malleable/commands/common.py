@@ -8,9 +8,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from malleable.policies.koala import Approach
 from malleable.policies.registry import PolicySpec, parse_options
 from malleable.service import choose_policy
@@ -40,6 +37,9 @@ def policy_from_args(args: argparse.Namespace, configured: PolicySpec | None = N
 
 def print_summary(summary: dict[str, Any]) -> None:
     """A summary as a table titled with its workload, approach and policy."""
+    from rich.console import Console  # only when printed: `simulate --json` never loads rich
+    from rich.table import Table
+
     title = " · ".join(str(summary[k]) for k in ("workload", "approach", "policy")
                        if summary.get(k) is not None)
     table = Table(title=title)
