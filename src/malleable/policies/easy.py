@@ -145,9 +145,14 @@ def _shadow(free: int, ends: Iterable[tuple[float, int]], need: int,
     """(shadow time, nodes free then) for a job needing ``need`` nodes."""
     if free >= need:
         return now, free
-    for end, nodes in sorted(ends):
+    ordered = sorted(ends)
+    for i, (end, nodes) in enumerate(ordered):
         free += nodes
         if free >= need:
+            for later, more in ordered[i + 1:]:  # every job expected to end then counts
+                if later != end:
+                    break
+                free += more
             return end, free
     return math.inf, free
 
