@@ -40,7 +40,7 @@ from malleable.model import (
     View,
     WaitingJob,
 )
-from malleable.policies.base import Policy, negotiate, next_action
+from malleable.policies.base import Policy, negotiate
 from malleable.policies.requests import honour_requests
 from malleable.resources import Capability, JobEvent, ResourceManager
 
@@ -157,12 +157,17 @@ class Manager:
         placed: list[str] = []
         deferred: list[str] = []
         applied = 0
-        steps = negotiate(self.policy.decide(view, now))
+        send = negotiate(self.policy.decide(view, now)).send
         answer: int | None = None
-        while (action := next_action(steps, answer)) is not None:
+        while True:  # next_action inlined: two actions a job pass here
+            try:
+                action = send(answer)
+            except StopIteration:
+                break
             answer = self._apply(action, now, placed, deferred)
             applied += 1
-        self._settle_queue(placed, deferred, now)
+        if placed or deferred:
+            self._settle_queue(placed, deferred, now)
         return applied
 
     def _drain_events(self) -> None:
