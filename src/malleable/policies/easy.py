@@ -44,7 +44,6 @@ from malleable.model import (
     JobSpec,
     Place,
     RunningJob,
-    SizeRule,
     View,
     WaitingJob,
 )
@@ -244,7 +243,7 @@ def easy_schedule(queue: Sequence[WaitingJob],
     most_free = max(plan.free.values(), default=0)
     # Free and extra nodes only shrink during a pass, so a job that could not start
     # cannot either for any later job asking the same (sizes, rule, wall time).
-    failed: set[tuple[int, int, SizeRule, float | None]] = set()
+    failed: set[tuple[int, int, str, float | None]] = set()
     for i, waiting in enumerate(order):
         if most_free <= 0 and reservation is not None:
             # nothing can start: the rest waits as it is (a job too big for every
@@ -252,7 +251,7 @@ def easy_schedule(queue: Sequence[WaitingJob],
             return left + order[i:]
         spec = waiting.spec
         low = spec.initial_size if spec.kind is _MALLEABLE else spec.min_size
-        key = (low, spec.max_size, spec.size_rule, spec.walltime)
+        key = (low, spec.max_size, spec.size_rule.value, spec.walltime)  # str: C hash
         if (low > most_free and low <= largest) or key in failed:  # the common, fast case
             left.append(waiting)
             if reservation is None:
@@ -262,7 +261,8 @@ def easy_schedule(queue: Sequence[WaitingJob],
         if reject is not None:
             yield reject
             continue
-        if not (yield from _try_start(spec, plan, reservation)):
+        if low > _room(spec, plan, reservation) or not (
+                yield from _try_start(spec, plan, reservation)):
             failed.add(key)
             left.append(waiting)
             if reservation is None:
@@ -272,6 +272,25 @@ def easy_schedule(queue: Sequence[WaitingJob],
     return left
 
 
+def _room(spec: JobSpec, plan: Plan, reservation: Reservation | None) -> int:
+    """The most nodes :func:`_try_start` may give ``spec`` on any cluster now: below its
+    minimum, it would try every cluster and start nothing (most backfill candidates)."""
+    room = 0
+    for name, limit in plan.free.items():
+        if (reservation is not None and reservation.cluster == name
+                and _ends_late(spec, plan.now, reservation)):
+            limit = min(limit, reservation.extra)
+        if limit > room:
+            room = limit
+    return room
+
+
+def _ends_late(spec: JobSpec, now: float, reservation: Reservation) -> bool:
+    """Does ``spec``, started now, end after the shadow time? (With an unknown end on
+    either side, nothing ends "before".)"""
+    return expected_end(now, spec, now) > reservation.shadow or math.isinf(reservation.shadow)
+
+
 def _try_start(spec: JobSpec, plan: Plan,
                reservation: Reservation | None) -> Negotiating[bool]:
     """Start ``spec`` now where allowed (most free nodes first); True when it started."""
@@ -279,9 +298,7 @@ def _try_start(spec: JobSpec, plan: Plan,
         limit = plan.free[name]
         ends_late = False
         if reservation is not None and reservation.cluster == name:
-            end = expected_end(plan.now, spec, plan.now)
-            # with an unknown end (no wall time) on either side, nothing ends "before"
-            ends_late = end > reservation.shadow or math.isinf(reservation.shadow)
+            ends_late = _ends_late(spec, plan.now, reservation)
             if ends_late:
                 limit = min(limit, reservation.extra)
         size = start_size(spec, limit)
