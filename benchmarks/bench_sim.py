@@ -143,6 +143,8 @@ def koala_rows(seed: int) -> list[Row]:
             begin = time.process_time()
             simulate(jobs, DAS3, KoalaPolicy.named(approach, policy))
             cpu = time.process_time() - begin
+            print(f"  {workload} {approach} {policy}: {len(jobs)} jobs in {cpu:.3f} s cpu, "
+                  f"{len(jobs) / max(cpu, 1e-9):,.0f} jobs/s")
             rows.append(Row(f"KOALA {workload} {approach}/{policy}", len(jobs), Run(cpu, 0),
                             check="ok (< 0.1 s)" if cpu < 0.1 else "SLOW (>= 0.1 s)"))
     return rows
@@ -211,6 +213,14 @@ def ensure_venv(venv: Path, bench: Path) -> tuple[Path | None, str]:
     return python, ""
 
 
+def ensure_accasim(venv: Path, bench: Path) -> Path | None:
+    """:func:`ensure_venv`, saying why AccaSim is skipped when it cannot be had."""
+    python, problem = ensure_venv(venv, bench)
+    if python is None:
+        print(f"  SKIPPED AccaSim: {problem}")
+    return python
+
+
 def accasim(python: Path, bench: Path, trace: Path, policy: str, results: Path,
             sched: bool = False) -> Callable[[], Run]:
     argv = [str(python), str(bench / "accasim" / "run_accasim.py"), str(trace), "--policy",
@@ -248,16 +258,23 @@ def pair_starts(path: Path) -> dict[str, float]:
     return {job: float(start) for job, start in pairs}
 
 
-def same_starts(ours: dict[str, float], theirs: dict[str, float], name: str,
-                n_jobs: int) -> str:
-    """'identical for N of N jobs' or where they first differ."""
+def compare_starts(ours: dict[str, float], theirs: dict[str, float],
+                   name: str = "AccaSim") -> tuple[int, list[str]]:
+    """How many jobs start at the same second in both, and a few that do not."""
     same, differ = 0, list[str]()
     for job_id in sorted(set(ours) | set(theirs), key=int):
         a, b = ours.get(job_id), theirs.get(job_id)
         if a is not None and b is not None and abs(a - b) < 1e-6:
             same += 1
-        elif len(differ) < 3:
+        elif len(differ) < 5:
             differ.append(f"job {job_id}: ours {a}, {name} {b}")
+    return same, differ
+
+
+def same_starts(ours: dict[str, float], theirs: dict[str, float], name: str,
+                n_jobs: int) -> str:
+    """'identical for N of N jobs' or where they first differ."""
+    same, differ = compare_starts(ours, theirs, name)
     verdict = "SAME" if same == n_jobs == len(ours) == len(theirs) else "DIFFERENT: " + \
         "; ".join(differ)
     return f"starts vs {name}: {same:,}/{n_jobs:,} identical ({verdict})"
@@ -299,6 +316,10 @@ def fifo_rows(n_jobs: int, trace: Path, setup: Setup) -> list[Row]:
     acc = accasim(python, setup.bench, trace, "fifo", setup.workdir / f"acc-fifo-{n_jobs}") \
         if python else None
     mine, theirs = best_of(setup.repeat, ours("fcfs", trace, "128", out), acc)
+    assert mine is not None
+    print(f"  ours (malleable simulate --policy fcfs, whole process): {n_jobs:,} jobs, "
+          f"cpu {mine.cpu:.3f} s" + ("" if python else "; AccaSim skipped "
+                                      f"({setup.venv_problem or '--no-accasim'})"))
     row = Row("FIFO first fit", n_jobs, mine, "AccaSim 1.1.3 FIFO", theirs)
     starts = csv_starts(out / "jobs.csv")
     if python and n_jobs <= setup.accasim_starts_max:
@@ -342,7 +363,7 @@ def easy_row(n_jobs: int, trace: Path, setup: Setup) -> Row:
 
 
 def print_table(rows: list[Row]) -> None:
-    print(f"| {'run':<34} | {'jobs':>9} | {'ours CPU s':>10} | {'us/job':>6} | "
+    print(f"| {'run':<34} | {'#jobs':>9} | {'ours CPU s':>10} | {'us/job':>6} | "
           f"{'RSS MiB':>7} | {'peer':<20} | {'peer CPU s':>10} | {'ratio':>7} | check")
     print("|" + "|".join("-" * w for w in (36, 11, 12, 8, 9, 22, 12, 9, 7)) + "|")
     for row in rows:
@@ -365,6 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", default="10000,100000",
                         help="comma-separated trace sizes (default 10000,100000)")
     parser.add_argument("--quick", action="store_true", help="10,000 jobs only")
+    parser.add_argument("--jobs", type=int, help="one size only (overrides --sizes)")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each, the least CPU kept")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-accasim", dest="accasim", action="store_false")
@@ -378,11 +400,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--shared-bench", type=Path,
                         help="the shared bench folder with gen_swf.py and accasim/")
     parser.add_argument("--workdir", type=Path, help="traces and outputs (default: temporary)")
-    parser.add_argument("--only", choices=["koala", "fifo", "easy", "malleable"],
-                        action="append", help="run only these rows (repeatable)")
+    parser.add_argument("--only", choices=["koala", "fifo", "easy", "rigid", "malleable"],
+                        action="append", help="run only these rows (repeatable; rigid: fifo "
+                                              "and easy)")
     args = parser.parse_args(argv)
-    sizes = [10_000] if args.quick else [int(n) for n in args.sizes.split(",")]
+    sizes = ([args.jobs] if args.jobs else [10_000] if args.quick
+             else [int(n) for n in args.sizes.split(",")])
     parts = set(args.only or ["koala", "fifo", "easy", "malleable"])
+    if "rigid" in parts:
+        parts |= {"fifo", "easy"}
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.2f}, min CPU of {args.repeat} run(s) each")
     bench = shared_bench(args.shared_bench)
@@ -391,11 +417,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir.mkdir(parents=True, exist_ok=True)
         rows = koala_rows(args.seed) if "koala" in parts else []
         venv, problem = (ensure_venv(args.accasim_venv, bench) if bench is not None
-                         and (args.accasim or args.simpy) else (None, "not asked"))
+                         and (args.accasim or args.simpy) else (None, "--no-accasim"))
+        if venv is None and problem != "--no-accasim":
+            print(f"  SKIPPED AccaSim and SimPy: {problem}")
         if bench is None:
             print("  no ../shared/bench/gen_swf.py (set MALLEABLE_SHARED_BENCH): rigid rows "
                   "skipped")
-        for n_jobs in sizes:
+        for n_jobs in sizes if parts - {"koala"} else []:
             if bench is not None and parts & {"fifo", "easy"}:
                 trace = make_trace(bench, n_jobs, args.seed, workdir)
                 setup = Setup(bench, workdir, args.repeat, venv, problem,
@@ -407,7 +435,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     rows.append(easy_row(n_jobs, trace, setup))
             if "malleable" in parts:
                 rows += malleable_rows(n_jobs, args.seed, workdir, args.repeat)
-            print(f"  {n_jobs:,} jobs done", flush=True)
+            print(f"  done with {n_jobs:,}", flush=True)
         print_table(rows)
     return 0
 
