@@ -1,33 +1,37 @@
 #!/usr/bin/env python3
-"""Simulator speed: KOALA workloads, a large malleable workload, and AccaSim side by side.
+"""Simulator speed (issue 17): ours beside AccaSim and a SimPy FIFO, as one table.
 
-    python3 benchmarks/bench_sim.py            # 100,000-job runs (a few minutes)
-    python3 benchmarks/bench_sim.py --quick    # 10,000-job runs
-    python3 benchmarks/bench_sim.py --no-accasim
+    python3 benchmarks/bench_sim.py                           # 10k and 100k rows
+    python3 benchmarks/bench_sim.py --sizes 10000,100000,1000000 --repeat 3
+    python3 benchmarks/bench_sim.py --quick                   # 10k rows only
+    python3 benchmarks/bench_sim.py --no-accasim --no-simpy   # ours only
 
-It prints, in one invocation:
+Every row runs each simulator as its own process and reports the CPU time (user +
+system) and the peak RSS of that whole process, the minimum of ``--repeat`` runs, taken
+in turn (ours, peer, ours, peer...) on the same trace:
 
-1. each 300-job KOALA workload (Wm, Wmr under PRA; W'm, W'mr under PWA; FPSMA and
-   EGS): time per run and simulated jobs per second (target: well under a second);
-2. a 100,000-job synthetic malleable workload (the KOALA mix of FT and GADGET-2,
-   all malleable, one job every 30 s) on the five DAS-3 clusters, under PRA/FPSMA
-   and PWA/EGS (target: under a minute on one core);
-3. the same rigid trace (``gen_swf.py``: 100,000 jobs, one 128-node cluster) run
-   by AccaSim 1.1.3 (FIFO + first fit) and by ``malleable simulate --policy fcfs
-   --platform 128 --workload TRACE.swf --json``, as a user runs it (strict FCFS, first
-   fit; whole process, reading the trace and writing jobs.csv): both throughputs,
-   their ratio (target: ours >= 10x AccaSim's) and whether every job starts at the
-   same time in both (compared job by job).
+* ``FIFO first fit``: ``malleable simulate --policy fcfs --platform 128 --workload
+  TRACE --json`` beside AccaSim 1.1.3 (FIFO + first fit, per-job output off), the
+  ratio (target >= 30x at 100k), and the start times of every job compared with
+  AccaSim's dispatching plan (an extra AccaSim run with it on, up to
+  ``--accasim-starts-max`` jobs) and with the SimPy FIFO's;
+* ``FIFO vs SimPy``: the same run of ours beside ``simpy_fifo.py`` (a strict FIFO in
+  SimPy, no manager, no policy object: the floor of a Python simulator);
+* ``EASY``: ``--policy easy`` beside AccaSim's EASY backfilling (target >= 10x at
+  100k; AccaSim's EASY is not textbook EASY, so compare throughput, not schedules), and
+  the start times of every job compared with the independent reference of
+  ``tests/sim/test_easy_reference.py`` (up to ``--reference-max`` jobs);
+* ``wm-prime``: the KOALA mix (all malleable, FT and GADGET-2) written as an SWF file,
+  run by ``simulate`` on the five DAS-3 clusters under PWA/EGS and PRA/FPSMA
+  (target < 5 s at 100k);
+* ``KOALA 300``: the eight 300-job KOALA runs of the paper, in this process (target <
+  0.1 s each).
 
-AccaSim lives in its own virtual environment (``--accasim-venv``, default
-``.venv-accasim`` at the repository root, gitignored), created from the shared
-lock file when missing; when pip cannot install it, that part is skipped with a
-message. AccaSim runs twice: once without per-job output (its throughput) and once
-with its dispatching plan (the start times to compare), as its README advises.
-Throughputs are given on wall time and on CPU time (the machine is shared). Ours is
-the whole ``malleable simulate`` process; AccaSim's loop time
-is the one it reports (it reads the trace as it simulates), its CPU time is that of
-its process less the CPU time of a process that only starts and imports AccaSim.
+Traces come from ``../shared/bench/gen_swf.py`` (seeded). AccaSim lives in its own
+virtual environment (``--accasim-venv``, default ``.venv-accasim`` at the repository
+root, gitignored), created from the shared lock file when missing, with ``simpy`` added;
+when pip cannot install them, those columns say so. The figures at several sizes show
+how the cost per job grows.
 """
 
 from __future__ import annotations
@@ -36,82 +40,134 @@ import argparse
 import csv
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))
 
 from malleable.model import DAS3  # noqa: E402
 from malleable.policies.koala import KoalaPolicy  # noqa: E402
-from malleable.sim.run import SimConfig, simulate  # noqa: E402
+from malleable.sim.run import simulate  # noqa: E402
 from malleable.workloads.koala import koala_workload  # noqa: E402
+from malleable.workloads.swf import write_swf  # noqa: E402
 
 #: AccaSim's system start time (the ``start_time`` of the shared sys-128x1.json).
 ACCASIM_EPOCH = 1_000_000_000
-T = TypeVar("T")
+KIB = 1024
 
 
 @dataclass
-class Timing:
-    wall: float
+class Run:
+    """One process: CPU time (user + system), peak RSS, its output."""
+
     cpu: float
+    rss_kib: int
+    stdout: str = ""
 
-    def rate(self, jobs: int) -> tuple[float, float]:
-        return jobs / self.wall, jobs / self.cpu
-
-
-def timed(fn: Callable[[], T]) -> tuple[T, Timing]:
-    wall, cpu = time.perf_counter(), time.process_time()
-    result = fn()
-    return result, Timing(time.perf_counter() - wall, time.process_time() - cpu)
+    @property
+    def rss_mib(self) -> float:
+        return self.rss_kib / KIB
 
 
-def line(label: str, jobs: int, timing: Timing, extra: str = "") -> None:
-    wall_rate, cpu_rate = timing.rate(jobs)
-    print(f"  {label:<34} {jobs:>7} jobs  {timing.wall:8.3f} s  {wall_rate:>9,.0f} jobs/s "
-          f"(cpu {timing.cpu:7.3f} s, {cpu_rate:>9,.0f} jobs/s){extra}")
+@dataclass
+class Row:
+    label: str
+    jobs: int
+    ours: Run | None
+    peer_name: str = ""
+    peer: Run | None = None
+    check: str = ""
+    notes: list[str] = field(default_factory=list)
 
 
-# --------------------------------------------------------------------------- part 1 and 2
+def child(argv: list[str], **env: str) -> Run:
+    """Run ``argv`` to its end; its own CPU time and peak RSS (wait4), RuntimeError on failure."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(argv, stdout=out, stderr=err,
+                                env={**os.environ, "TZ": "UTC", **env})
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv[:6])} ... exited {proc.returncode}: "
+                               f"{err.read().strip()[-400:]}")
+        return Run(usage.ru_utime + usage.ru_stime, usage.ru_maxrss, out.read())
 
 
-def bench_koala(seed: int) -> None:
-    print("KOALA workloads (300 jobs, DAS-3): target well under 1 s a run")
+def best_of(repeat: int, *makers: Callable[[], Run] | None) -> list[Run | None]:
+    """Each maker run ``repeat`` times in turn; the run with the least CPU of each."""
+    best: list[Run | None] = [None] * len(makers)
+    for _ in range(repeat):
+        for i, make in enumerate(makers):
+            if make is None:
+                continue
+            run = make()
+            current = best[i]
+            if current is None or run.cpu < current.cpu:
+                best[i] = run
+    return best
+
+
+def ours_argv(policy: str, trace: Path, platform: str = "128", out: Path | None = None,
+              *extra: str) -> list[str]:
+    argv = [sys.executable, "-m", "malleable", "simulate", "--policy", policy, "--platform",
+            platform, "--workload", str(trace), "--json", *extra]
+    return argv + (["--out", str(out)] if out is not None else [])
+
+
+def ours(policy: str, trace: Path, platform: str = "128", out: Path | None = None,
+         *extra: str) -> Callable[[], Run]:
+    return lambda: child(ours_argv(policy, trace, platform, out, *extra),
+                         PYTHONPATH=str(ROOT / "src"))
+
+
+# --------------------------------------------------------------------------- KOALA 300
+
+
+def koala_rows(seed: int) -> list[Row]:
+    """The eight 300-job KOALA runs, in this process (CPU time of the simulation)."""
+    rows = []
     for workload, approach in (("wm", "pra"), ("wmr", "pra"), ("wm-prime", "pwa"),
                                ("wmr-prime", "pwa")):
         for policy in ("fpsma", "egs"):
             jobs = koala_workload(workload, seed)
-            _, timing = timed(partial(simulate, jobs, DAS3, KoalaPolicy.named(approach, policy)))
-            line(f"{workload} {approach} {policy}", len(jobs), timing,
-                 "  ok" if timing.wall < 1.0 else "  SLOW")
+            begin = time.process_time()
+            simulate(jobs, DAS3, KoalaPolicy.named(approach, policy))
+            cpu = time.process_time() - begin
+            print(f"  {workload} {approach} {policy}: {len(jobs)} jobs in {cpu:.3f} s cpu, "
+                  f"{len(jobs) / max(cpu, 1e-9):,.0f} jobs/s")
+            rows.append(Row(f"KOALA {workload} {approach}/{policy}", len(jobs), Run(cpu, 0),
+                            check="ok (< 0.1 s)" if cpu < 0.1 else "SLOW (>= 0.1 s)"))
+    return rows
 
 
-def bench_large(n_jobs: int, seed: int) -> None:
-    print(f"Synthetic malleable workload ({n_jobs:,} jobs, FT/GADGET-2 mix, one every 30 s, "
-          "DAS-3): target under 60 s")
-    jobs = koala_workload("wm-prime", seed, jobs=n_jobs)
-    for approach, policy in (("pra", "fpsma"), ("pwa", "egs")):
-        result, timing = timed(partial(simulate, jobs, DAS3, KoalaPolicy.named(approach, policy),
-                                       SimConfig(timeline=False)))
-        done = sum(1 for r in result.records if r.end is not None)
-        grows = sum(1 for op in result.operations if op.kind == "grow")
-        shrinks = sum(1 for op in result.operations if op.kind == "shrink")
-        line(f"{approach} {policy}", len(jobs), timing,
-             f"  {done} done, {grows} grows, {shrinks} shrinks"
-             + ("  ok" if timing.wall < 60 else "  SLOW"))
+def malleable_rows(n_jobs: int, seed: int, workdir: Path, repeat: int) -> list[Row]:
+    """wm-prime (all malleable) with ``n_jobs`` jobs on DAS-3, as ``simulate`` runs it."""
+    trace = workdir / f"wm-prime-{n_jobs}-s{seed}.swf"
+    if not trace.exists():
+        write_swf(trace, koala_workload("wm-prime", seed, jobs=n_jobs), "bench_sim wm-prime")
+    rows = []
+    for approach, policy in (("pwa", "egs"), ("pra", "fpsma")):
+        (run,) = best_of(repeat, ours(policy, trace, "das3", None, "--approach", approach))
+        assert run is not None
+        summary = json.loads(run.stdout)
+        ok = "ok (< 5 s)" if run.cpu < 5 or n_jobs < 100_000 else "SLOW (>= 5 s)"
+        rows.append(Row(f"wm-prime DAS-3 {approach}/{policy}", n_jobs, run,
+                        check=f"{ok}; {summary['completed']} done, {summary['grow_ops']} "
+                              f"grows, {summary['shrink_ops']} shrinks"))
+    return rows
 
 
-# --------------------------------------------------------------------------- part 3
+# --------------------------------------------------------------------------- peers
 
 
 def shared_bench(given: Path | None) -> Path | None:
@@ -131,65 +187,45 @@ def make_trace(bench: Path, n_jobs: int, seed: int, workdir: Path) -> Path:
     trace = workdir / f"synth-{n_jobs}-s{seed}.swf"
     if not trace.exists():
         subprocess.run([sys.executable, str(bench / "gen_swf.py"), "-n", str(n_jobs), "-s",
-                        str(seed), "-o", str(trace)], check=True, timeout=600)
+                        str(seed), "-o", str(trace)], check=True, timeout=1800,
+                       capture_output=True)
     return trace
 
 
-def ensure_accasim(venv: Path, bench: Path) -> Path | None:
-    """The venv's python with accasim importable, creating it when missing (None: failed)."""
+def ensure_venv(venv: Path, bench: Path) -> tuple[Path | None, str]:
+    """The venv's python with AccaSim and SimPy importable, made when missing; else why not."""
     python = venv / "bin" / "python"
     probe = [str(python), "-c", "import sys; sys.path.insert(0, sys.argv[1]); import compat, "
-             "accasim.base.simulator_class", str(bench / "accasim")]
+             "accasim.base.simulator_class, simpy", str(bench / "accasim")]
     if python.exists() and subprocess.run(probe, capture_output=True, timeout=120).returncode == 0:
-        return python
-    print(f"  creating AccaSim's venv at {venv} (pip install -r accasim/requirements.lock.txt)")
+        return python, ""
+    print(f"  creating {venv} (pip install -r accasim/requirements.lock.txt simpy)")
     steps = [[sys.executable, "-m", "venv", str(venv)],
              [str(python), "-m", "pip", "install", "-q", "-r",
-              str(bench / "accasim" / "requirements.lock.txt")]]
+              str(bench / "accasim" / "requirements.lock.txt"), "simpy"]]
     for step in steps:
         done = subprocess.run(step, capture_output=True, text=True, timeout=1800)
         if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-            print(f"  SKIPPED AccaSim: `{' '.join(step[:4])} ...` failed: {' | '.join(tail)}")
-            return None
+            tail = (done.stderr or done.stdout).strip().splitlines()[-2:]
+            return None, f"`{' '.join(step[:4])} ...` failed: {' | '.join(tail)}"
     if subprocess.run(probe, capture_output=True, timeout=120).returncode != 0:
-        print("  SKIPPED AccaSim: installed, but `import accasim` fails in its venv")
-        return None
+        return None, "installed, but `import accasim, simpy` fails in its venv"
+    return python, ""
+
+
+def ensure_accasim(venv: Path, bench: Path) -> Path | None:
+    """:func:`ensure_venv`, saying why AccaSim is skipped when it cannot be had."""
+    python, problem = ensure_venv(venv, bench)
+    if python is None:
+        print(f"  SKIPPED AccaSim: {problem}")
     return python
 
 
-def child(argv: list[str], **env: str) -> tuple[subprocess.CompletedProcess[str], Timing]:
-    """Run a child process; its wall time and CPU time (user + system)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=3600,
-                          env={**os.environ, "TZ": "UTC", **env})
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return done, Timing(wall, cpu)
-
-
-def accasim_start_cpu(python: Path, bench: Path) -> float:
-    """CPU time AccaSim's process spends starting and importing (subtracted from its run)."""
-    _, timing = child([str(python), "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-                       "import compat; from accasim.base.simulator_class import Simulator; "
-                       "from accasim.base.scheduler_class import FirstInFirstOut; "
-                       "from accasim.base.allocator_class import FirstFit",
-                       str(bench / "accasim")])
-    return timing.cpu
-
-
-def run_accasim(python: Path, bench: Path, trace: Path, results: Path,
-                sched: bool) -> tuple[dict[str, Any], Timing]:
+def accasim(python: Path, bench: Path, trace: Path, policy: str, results: Path,
+            sched: bool = False) -> Callable[[], Run]:
     argv = [str(python), str(bench / "accasim" / "run_accasim.py"), str(trace), "--policy",
-            "fifo", "--results", str(results), "--log-level", "WARNING"]
-    if sched:
-        argv.append("--sched-output")
-    done, timing = child(argv)
-    if done.returncode != 0:
-        raise RuntimeError(f"AccaSim failed ({done.returncode}): {done.stderr.strip()[-500:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1]), timing
+            policy, "--results", str(results), "--log-level", "WARNING"]
+    return lambda: child(argv + (["--sched-output"] if sched else []))
 
 
 def accasim_starts(results: Path, trace: Path) -> dict[str, float]:
@@ -209,64 +245,6 @@ def accasim_starts(results: Path, trace: Path) -> dict[str, float]:
     return starts
 
 
-def compare_starts(ours: dict[str, float], theirs: dict[str, float]) -> tuple[int, list[str]]:
-    """How many jobs start at the same second in both, and a few that do not."""
-    same, differ = 0, list[str]()
-    for job_id in sorted(set(ours) | set(theirs), key=lambda j: int(j)):
-        a, b = ours.get(job_id), theirs.get(job_id)
-        if a is not None and b is not None and abs(a - b) < 1e-6:
-            same += 1
-        elif len(differ) < 5:
-            differ.append(f"job {job_id}: ours {a}, AccaSim {b}")
-    return same, differ
-
-
-def bench_rigid(n_jobs: int, seed: int, bench: Path | None, venv: Path, workdir: Path,
-                use_accasim: bool) -> None:
-    print(f"Rigid trace ({n_jobs:,} jobs, gen_swf.py seed {seed}, one 128-node cluster, FIFO "
-          "with first fit): target ours >= 10x AccaSim, same start times")
-    if bench is None:
-        print("  SKIPPED: ../shared/bench/gen_swf.py not found (set MALLEABLE_SHARED_BENCH)")
-        return
-    trace = make_trace(bench, n_jobs, seed, workdir)
-
-    out = workdir / "ours"
-    done, ours = child([sys.executable, "-m", "malleable", "simulate", "--policy", "fcfs",
-                        "--platform", "128", "--workload", str(trace), "--json",
-                        "--out", str(out)], PYTHONPATH=str(ROOT / "src"))
-    if done.returncode != 0:
-        print(f"  FAILED: malleable simulate exited {done.returncode}: {done.stderr.strip()}")
-        return
-    line("ours (malleable simulate --policy fcfs, whole process)", n_jobs, ours)
-    if not use_accasim:
-        print("  AccaSim skipped (--no-accasim)")
-        return
-    python = ensure_accasim(venv, bench)
-    if python is None:
-        return
-    summary, acc_proc = run_accasim(python, bench, trace, workdir / "accasim-bench", False)
-    acc = Timing(summary["accasim_sim_time_s"],
-                 max(1e-9, acc_proc.cpu - accasim_start_cpu(python, bench)))
-    line("AccaSim (its simulation loop)", n_jobs, acc)
-    line("AccaSim (whole process)", n_jobs, acc_proc)
-    ratio_wall = acc.wall / ours.wall
-    ratio_cpu = acc.cpu / ours.cpu
-    verdict = "met" if min(ratio_wall, ratio_cpu) >= 10 else "NOT met"
-    print(f"  ratio ours/AccaSim: {ratio_wall:.1f}x on wall time, {ratio_cpu:.1f}x on CPU time "
-          f"(target 10x: {verdict})")
-    sched_summary, sched_timing = run_accasim(python, bench, trace, workdir / "accasim-sched",
-                                              True)
-    line("AccaSim with its dispatching plan", n_jobs, sched_timing)
-    theirs = accasim_starts(workdir / "accasim-sched", trace)
-    mine = csv_starts(out / "jobs.csv")
-    same, differ = compare_starts(mine, theirs)
-    total = len(set(mine) | set(theirs))
-    print(f"  start times identical for {same:,} of {total:,} jobs: "
-          + ("SAME SCHEDULE" if same == total == n_jobs else "DIFFERENT: " + "; ".join(differ)))
-    if sched_summary.get("finished_jobs") != n_jobs:
-        print(f"  note: AccaSim finished {sched_summary.get('finished_jobs')} jobs")
-
-
 def csv_starts(path: Path) -> dict[str, float]:
     """Start times by job id from a ``jobs.csv`` of ``malleable simulate``."""
     with path.open(newline="") as handle:
@@ -274,37 +252,191 @@ def csv_starts(path: Path) -> dict[str, float]:
                 if row["start"] not in ("", "nan")}
 
 
+def pair_starts(path: Path) -> dict[str, float]:
+    """Start times from ``job,start`` lines (simpy_fifo.py --starts)."""
+    pairs = (line.split(",") for line in path.read_text().splitlines() if line)
+    return {job: float(start) for job, start in pairs}
+
+
+def compare_starts(ours: dict[str, float], theirs: dict[str, float],
+                   name: str = "AccaSim") -> tuple[int, list[str]]:
+    """How many jobs start at the same second in both, and a few that do not."""
+    same, differ = 0, list[str]()
+    for job_id in sorted(set(ours) | set(theirs), key=int):
+        a, b = ours.get(job_id), theirs.get(job_id)
+        if a is not None and b is not None and abs(a - b) < 1e-6:
+            same += 1
+        elif len(differ) < 5:
+            differ.append(f"job {job_id}: ours {a}, {name} {b}")
+    return same, differ
+
+
+def same_starts(ours: dict[str, float], theirs: dict[str, float], name: str,
+                n_jobs: int) -> str:
+    """'identical for N of N jobs' or where they first differ."""
+    same, differ = compare_starts(ours, theirs, name)
+    verdict = "SAME" if same == n_jobs == len(ours) == len(theirs) else "DIFFERENT: " + \
+        "; ".join(differ)
+    return f"starts vs {name}: {same:,}/{n_jobs:,} identical ({verdict})"
+
+
+def reference_easy_starts(trace: Path) -> dict[str, float]:
+    """The independent EASY of tests/sim/test_easy_reference.py on an SWF trace."""
+    from tests.sim.test_easy_reference import Rigid, reference_easy
+
+    jobs = []
+    for line in trace.read_text().splitlines():
+        f = line.split()
+        if not f or f[0].startswith(";"):
+            continue
+        size = int(f[7]) if int(f[7]) > 0 else int(f[4])
+        jobs.append(Rigid(f[0], float(f[1]), size, float(f[3]), float(f[8])))
+    return reference_easy(jobs, 128)
+
+
+# --------------------------------------------------------------------------- rigid rows
+
+
+@dataclass
+class Setup:
+    bench: Path
+    workdir: Path
+    repeat: int
+    venv: Path | None
+    venv_problem: str
+    accasim_starts_max: int
+    reference_max: int
+    use_accasim: bool
+    use_simpy: bool
+
+
+def fifo_rows(n_jobs: int, trace: Path, setup: Setup) -> list[Row]:
+    out = setup.workdir / f"ours-fcfs-{n_jobs}"
+    python = setup.venv if setup.use_accasim else None
+    acc = accasim(python, setup.bench, trace, "fifo", setup.workdir / f"acc-fifo-{n_jobs}") \
+        if python else None
+    mine, theirs = best_of(setup.repeat, ours("fcfs", trace, "128", out), acc)
+    assert mine is not None
+    print(f"  ours (malleable simulate --policy fcfs, whole process): {n_jobs:,} jobs, "
+          f"cpu {mine.cpu:.3f} s" + ("" if python else "; AccaSim skipped "
+                                      f"({setup.venv_problem or '--no-accasim'})"))
+    row = Row("FIFO first fit", n_jobs, mine, "AccaSim 1.1.3 FIFO", theirs)
+    starts = csv_starts(out / "jobs.csv")
+    if python and n_jobs <= setup.accasim_starts_max:
+        results = setup.workdir / f"acc-fifo-sched-{n_jobs}"
+        accasim(python, setup.bench, trace, "fifo", results, sched=True)()
+        row.check = same_starts(starts, accasim_starts(results, trace), "AccaSim", n_jobs)
+    elif python:
+        row.check = f"(AccaSim's plan not compared above {setup.accasim_starts_max:,} jobs)"
+    else:
+        row.check = f"AccaSim not run: {setup.venv_problem or '--no-accasim'}"
+    rows = [row]
+    if setup.use_simpy and setup.venv is not None:
+        starts_file = setup.workdir / f"simpy-{n_jobs}.csv"
+        simpy = [str(setup.venv), str(ROOT / "benchmarks" / "simpy_fifo.py"), str(trace),
+                 "--starts", str(starts_file)]
+        mine, theirs = best_of(setup.repeat, ours("fcfs", trace), lambda: child(simpy))
+        rows.append(Row("FIFO vs SimPy", n_jobs, mine, "SimPy 40-line FIFO", theirs,
+                        same_starts(starts, pair_starts(starts_file), "SimPy", n_jobs)))
+    return rows
+
+
+def easy_row(n_jobs: int, trace: Path, setup: Setup) -> Row:
+    out = setup.workdir / f"ours-easy-{n_jobs}"
+    python = setup.venv if setup.use_accasim else None
+    acc = accasim(python, setup.bench, trace, "easy", setup.workdir / f"acc-easy-{n_jobs}") \
+        if python else None
+    mine, theirs = best_of(setup.repeat, ours("easy", trace, "128", out), acc)
+    row = Row("EASY backfilling", n_jobs, mine, "AccaSim 1.1.3 EASY", theirs)
+    if n_jobs <= setup.reference_max:
+        reference = reference_easy_starts(trace)
+        row.check = same_starts(csv_starts(out / "jobs.csv"), reference,
+                                "textbook reference", n_jobs)
+    else:
+        row.check = f"(reference not run above {setup.reference_max:,} jobs)"
+    if theirs is not None:
+        row.notes.append("AccaSim's EASY is not textbook EASY: throughput only")
+    return row
+
+
+# --------------------------------------------------------------------------- report
+
+
+def print_table(rows: list[Row]) -> None:
+    print(f"| {'run':<34} | {'#jobs':>9} | {'ours CPU s':>10} | {'us/job':>6} | "
+          f"{'RSS MiB':>7} | {'peer':<20} | {'peer CPU s':>10} | {'ratio':>7} | check")
+    print("|" + "|".join("-" * w for w in (36, 11, 12, 8, 9, 22, 12, 9, 7)) + "|")
+    for row in rows:
+        mine = row.ours
+        cpu = f"{mine.cpu:10.3f}" if mine else f"{'-':>10}"
+        per_job = f"{mine.cpu / row.jobs * 1e6:6.1f}" if mine else f"{'-':>6}"
+        rss = f"{mine.rss_mib:7.0f}" if mine and mine.rss_kib else f"{'-':>7}"
+        peer_cpu = f"{row.peer.cpu:10.3f}" if row.peer else f"{'-':>10}"
+        ratio = (f"{row.peer.cpu / mine.cpu:6.2f}x" if row.peer and mine and mine.cpu > 0
+                 else f"{'-':>7}")
+        peer_rss = f" (peer RSS {row.peer.rss_mib:.0f} MiB)" if row.peer else ""
+        notes = "".join(f"; {n}" for n in row.notes)
+        print(f"| {row.label:<34} | {row.jobs:>9,} | {cpu} | {per_job} | {rss} | "
+              f"{row.peer_name or '-':<20} | {peer_cpu} | {ratio} | {row.check}{peer_rss}{notes}")
+    print("ratio = peer CPU / ours CPU (whole processes; above 1: ours is faster)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="10,000 jobs instead of 100,000 for the large runs")
-    parser.add_argument("--jobs", type=int, help="jobs in the large runs (overrides --quick)")
+    parser.add_argument("--sizes", default="10000,100000",
+                        help="comma-separated trace sizes (default 10000,100000)")
+    parser.add_argument("--quick", action="store_true", help="10,000 jobs only")
+    parser.add_argument("--jobs", type=int, help="one size only (overrides --sizes)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each, the least CPU kept")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--no-accasim", dest="accasim", action="store_false",
-                        help="do not run AccaSim (ours only)")
+    parser.add_argument("--no-accasim", dest="accasim", action="store_false")
+    parser.add_argument("--no-simpy", dest="simpy", action="store_false")
     parser.add_argument("--accasim-venv", type=Path, default=ROOT / ".venv-accasim",
-                        help="AccaSim's virtual environment (created when missing)")
+                        help="AccaSim's (and SimPy's) virtual environment (made when missing)")
+    parser.add_argument("--accasim-starts-max", type=int, default=100_000,
+                        help="compare with AccaSim's dispatching plan up to this size")
+    parser.add_argument("--reference-max", type=int, default=100_000,
+                        help="compare EASY with the reference up to this size")
     parser.add_argument("--shared-bench", type=Path,
                         help="the shared bench folder with gen_swf.py and accasim/")
-    parser.add_argument("--workdir", type=Path,
-                        help="where traces and AccaSim results go (default: a temp folder)")
-    parser.add_argument("--only", choices=["koala", "large", "rigid"], action="append",
-                        help="run only these parts (repeatable)")
+    parser.add_argument("--workdir", type=Path, help="traces and outputs (default: temporary)")
+    parser.add_argument("--only", choices=["koala", "fifo", "easy", "rigid", "malleable"],
+                        action="append", help="run only these rows (repeatable; rigid: fifo "
+                                              "and easy)")
     args = parser.parse_args(argv)
-    n_jobs = args.jobs or (10_000 if args.quick else 100_000)
-    parts = set(args.only or ["koala", "large", "rigid"])
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average "
-          f"{os.getloadavg()[0]:.2f}")
-    if "koala" in parts:
-        bench_koala(args.seed)
-    if "large" in parts:
-        bench_large(n_jobs, args.seed)
+    sizes = ([args.jobs] if args.jobs else [10_000] if args.quick
+             else [int(n) for n in args.sizes.split(",")])
+    parts = set(args.only or ["koala", "fifo", "easy", "malleable"])
     if "rigid" in parts:
-        with tempfile.TemporaryDirectory(prefix="malleable-bench-") as tmp:
-            workdir = args.workdir or Path(tmp)
-            workdir.mkdir(parents=True, exist_ok=True)
-            bench_rigid(n_jobs, args.seed, shared_bench(args.shared_bench), args.accasim_venv,
-                        workdir, args.accasim)
+        parts |= {"fifo", "easy"}
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average "
+          f"{os.getloadavg()[0]:.2f}, min CPU of {args.repeat} run(s) each")
+    bench = shared_bench(args.shared_bench)
+    with tempfile.TemporaryDirectory(prefix="malleable-bench-") as tmp:
+        workdir = args.workdir or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        rows = koala_rows(args.seed) if "koala" in parts else []
+        venv, problem = (ensure_venv(args.accasim_venv, bench) if bench is not None
+                         and (args.accasim or args.simpy) else (None, "--no-accasim"))
+        if venv is None and problem != "--no-accasim":
+            print(f"  SKIPPED AccaSim and SimPy: {problem}")
+        if bench is None:
+            print("  no ../shared/bench/gen_swf.py (set MALLEABLE_SHARED_BENCH): rigid rows "
+                  "skipped")
+        for n_jobs in sizes if parts - {"koala"} else []:
+            if bench is not None and parts & {"fifo", "easy"}:
+                trace = make_trace(bench, n_jobs, args.seed, workdir)
+                setup = Setup(bench, workdir, args.repeat, venv, problem,
+                              args.accasim_starts_max, args.reference_max, args.accasim,
+                              args.simpy)
+                if "fifo" in parts:
+                    rows += fifo_rows(n_jobs, trace, setup)
+                if "easy" in parts:
+                    rows.append(easy_row(n_jobs, trace, setup))
+            if "malleable" in parts:
+                rows += malleable_rows(n_jobs, args.seed, workdir, args.repeat)
+            print(f"  done with {n_jobs:,}", flush=True)
+        print_table(rows)
     return 0
 
 

@@ -52,7 +52,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or (``command`` naming one of ours) one with that command only.
+
+    Each command module is named after the command it registers; importing them all
+    costs a simulation ~1 s of its run (plots, SSH, containers), so ``main`` imports
+    only the one asked for.
+    """
     parser = _Parser(prog="malleable", description=DESCRIPTION,
                      epilog="Exit codes: 0 success, 1 unexpected failure, 2 bad input or usage, "
                             "3 a cluster, command or container failed, 4 infeasible request, "
@@ -64,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in COMMAND_MODULES:
+    modules = [m for m in COMMAND_MODULES if m.rsplit(".", 1)[-1] == command] or COMMAND_MODULES
+    for name in modules:
         importlib.import_module(name).register(sub)
     return parser
 
@@ -74,6 +81,14 @@ class _HumanFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         return f"malleable: {record.levelname.lower()}: {record.getMessage()}"
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    """The command word of ``argv`` (its first argument that is not an option)."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg
+    return None
 
 
 def _configure_logging(verbosity: int) -> None:
@@ -108,7 +123,8 @@ def _remove_empty(dirs: list[Path]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command(argv))
     args = parser.parse_args(argv)
     _configure_logging(args.verbose)
     new_dirs = _created_by(getattr(args, "out", None))

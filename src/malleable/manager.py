@@ -46,7 +46,7 @@ from malleable.model import (
     View,
     WaitingJob,
 )
-from malleable.policies.base import Policy, negotiate, next_action
+from malleable.policies.base import Policy, negotiate
 from malleable.policies.requests import honour_requests
 from malleable.resources import Capability, JobEvent, ResourceManager
 
@@ -164,9 +164,13 @@ class Manager:
         placed: list[str] = []
         deferred: list[str] = []
         applied = 0
-        steps = negotiate(self.policy.decide(view, now))
+        send = negotiate(self.policy.decide(view, now)).send
         answer: int | None = None
-        while (action := next_action(steps, answer)) is not None:
+        while True:  # next_action inlined: two actions a job pass here
+            try:
+                action = send(answer)
+            except StopIteration:
+                break
             try:
                 if self.health and not self._reachable(action):
                     answer = _nothing(action)
@@ -175,7 +179,8 @@ class Manager:
             except ExternalError as exc:  # that site only: the policy hears "nothing"
                 answer = self._action_failed(action, exc)
             applied += 1
-        self._settle_queue(placed, deferred, now)
+        if placed or deferred:
+            self._settle_queue(placed, deferred, now)
         return applied
 
     def site_health(self, name: str) -> SiteHealth:

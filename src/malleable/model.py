@@ -209,11 +209,15 @@ class ClusterView:
     pending: int = 0
     speed: float = 1.0
     online: bool = True
+    _malleable: tuple[RunningJob, ...] | None = field(default=None, init=False, repr=False,
+                                                      compare=False)
+    """:meth:`malleable_jobs`, kept once computed (the view never changes)."""
 
     @property
     def available(self) -> int:
         """Idle nodes the manager may use (idle minus the reserve)."""
-        return max(0, self.idle - self.reserve)
+        available = self.idle - self.reserve  # not max(): several calls a cycle a cluster
+        return available if available > 0 else 0
 
     @property
     def background(self) -> int:
@@ -221,10 +225,17 @@ class ClusterView:
         return sum(j.size for j in self.running.values() if not j.managed)
 
     def malleable_jobs(self) -> list[RunningJob]:
-        """The manager's running malleable jobs here, oldest first (ties by id)."""
-        jobs = [j for j in self.running.values() if j.managed and j.spec.malleable]
-        jobs.sort(key=lambda j: (j.start_time, j.id))
-        return jobs
+        """The manager's running malleable jobs here, oldest first (ties by id).
+
+        Sorted once per view: a simulated cluster hands out the same view until one of
+        its jobs changes, and KOALA's policies ask on every cycle.
+        """
+        if self._malleable is None:
+            jobs = [j for j in self.running.values() if j.managed and j.spec.malleable]
+            jobs.sort(key=lambda j: (j.start_time, j.id))
+            object.__setattr__(self, "_malleable", tuple(jobs))
+            return jobs
+        return list(self._malleable)
 
 
 @dataclass(frozen=True, slots=True)

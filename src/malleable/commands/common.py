@@ -38,7 +38,7 @@ def policy_from_args(args: argparse.Namespace, configured: PolicySpec | None = N
 
 def print_summary(summary: dict[str, Any]) -> None:
     """A summary as a table titled with its workload, approach and policy."""
-    from rich.console import Console
+    from rich.console import Console  # only when printed: `simulate --json` never loads rich
     from rich.table import Table
 
     title = " · ".join(str(summary[k]) for k in ("workload", "approach", "policy")

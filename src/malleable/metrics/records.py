@@ -12,8 +12,10 @@ from malleable.model import JobSpec, JobState
 class JobRecord:
     """What happened to one job. Times are seconds on the manager's clock.
 
-    ``sizes`` is the step function of the job's size: ``(time, size)`` from its
-    start; the size holds until the next step or the end.
+    :attr:`sizes` is the step function of the job's size: ``(time, size)`` from its
+    start; the size holds until the next step or the end. It is kept compact (a million
+    records are held at once): the first size alone (its time is the start), the later
+    steps in a list only when the job was resized.
     """
 
     spec: JobSpec
@@ -23,7 +25,16 @@ class JobRecord:
     end: float | None = None
     state: JobState = JobState.WAITING
     reason: str = ""
-    sizes: list[tuple[float, int]] = field(default_factory=list)
+    _first: int | None = field(default=None, init=False, repr=False)
+    _later: list[tuple[float, int]] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def sizes(self) -> list[tuple[float, int]]:
+        """The size steps ``[(time, size), ...]`` (a new list: the record is not changed)."""
+        if self._first is None or self.start is None:
+            return []
+        first = [(self.start, self._first)]
+        return first + self._later if self._later else first
 
     def place(self, time: float, cluster: str) -> None:
         self.placed = time
@@ -36,10 +47,16 @@ class JobRecord:
         if self.start is None:
             self.start = time
             self.state = JobState.RUNNING
-        if self.sizes and self.sizes[-1][0] == time:
-            self.sizes[-1] = (time, size)
-        elif not self.sizes or self.sizes[-1][1] != size:
-            self.sizes.append((time, size))
+        later = self._later
+        if later:
+            if later[-1][0] == time:
+                later[-1] = (time, size)
+            elif later[-1][1] != size:
+                later.append((time, size))
+        elif self._first is None or time == self.start:
+            self._first = size
+        elif self._first != size:
+            self._later = [(time, size)]
 
     def finish(self, time: float, state: JobState, reason: str = "") -> None:
         self.end = time
@@ -62,30 +79,38 @@ class JobRecord:
 
     @property
     def max_size(self) -> int:
-        return max((s for _, s in self.sizes), default=0)
+        if self._first is None:
+            return 0
+        return max(self._first, max((s for _, s in self._later), default=0)) if self._later \
+            else self._first
 
     @property
     def avg_size(self) -> float:
         """Size averaged over the execution time (the size at start if it ran 0 s)."""
-        if not self.sizes or self.end is None:
+        if self._first is None or self.start is None or self.end is None:
             return math.nan
-        total = self.end - self.sizes[0][0]
+        total = self.end - self.start
         if total <= 0:
-            return float(self.sizes[0][1])
-        area = self.node_seconds()
-        return area / total
+            return float(self._first)
+        if not self._later:  # one size all along (a rigid job): no steps to walk
+            return self._first * total / total
+        return _area(self.sizes, self.end) / total
 
     def node_seconds(self, until: float | None = None) -> float:
         """Integral of the size over time, from start to the end (or ``until``)."""
         end = self.end if until is None else until
         if end is None:
             return 0.0
-        area = 0.0
-        for i, (t, s) in enumerate(self.sizes):
-            t_next = self.sizes[i + 1][0] if i + 1 < len(self.sizes) else end
-            area += s * (min(t_next, end) - t) if t < end else 0.0
-        return area
+        return _area(self.sizes, end)
 
     @staticmethod
     def _span(a: float | None, b: float | None) -> float:
         return math.nan if a is None or b is None else b - a
+
+
+def _area(steps: list[tuple[float, int]], end: float) -> float:
+    area = 0.0
+    for i, (t, s) in enumerate(steps):
+        t_next = steps[i + 1][0] if i + 1 < len(steps) else end
+        area += s * (min(t_next, end) - t) if t < end else 0.0
+    return area

@@ -22,6 +22,7 @@ nothing); :func:`relay` passes another decision's actions on and notes each answ
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable, Iterator
+from types import GeneratorType
 from typing import Protocol, TypeVar, runtime_checkable
 
 from malleable.model import Action, Reject, View
@@ -55,6 +56,8 @@ class Policy(Protocol):
 
 def negotiate(decision: Decision) -> Steps:
     """Any decision as a generator that takes answers (a plain iterable ignores them)."""
+    if type(decision) is GeneratorType:  # the common case, without the ABC's isinstance
+        return decision
     return decision if isinstance(decision, Generator) else _ignoring(iter(decision))
 
 

@@ -34,15 +34,16 @@ runs it before resizing malleable jobs); :class:`EasyPolicy` is the whole policy
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from bisect import bisect_left, insort
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from malleable.model import (
     ClusterView,
     JobKind,
     JobSpec,
     Place,
-    SizeRule,
+    RunningJob,
     View,
     WaitingJob,
 )
@@ -93,24 +94,38 @@ class Reservation:
 
 @dataclass
 class Plan:
-    """What the placement pass knows within one cycle (free nodes, expected ends)."""
+    """What the placement pass knows within one cycle (free nodes, expected ends).
+
+    ``ends[cluster]`` lists ``(start + wall time, nodes held)`` of the running jobs in
+    order (infinite without a wall time); an end already past counts as now.
+    ``releasing[cluster]`` counts nodes being released, free now for a reservation.
+    The lists may be an :class:`ExpectedEnds` index's own: a start copies before it adds.
+    """
 
     now: float
     free: dict[str, int]
     ends: dict[str, list[tuple[float, int]]]
     capacity: dict[str, int]
+    releasing: dict[str, int] = field(default_factory=dict)
+    _copied: set[str] = field(default_factory=set, repr=False)
 
     @classmethod
-    def of(cls, view: View, now: float) -> Plan:
-        free = {name: c.available for name, c in view.clusters.items()}
-        ends = {name: _ends(c, now) for name, c in view.clusters.items()}
-        capacity = {name: c.nodes - c.reserve for name, c in view.clusters.items()}
-        return cls(now, free, ends, capacity)
+    def of(cls, view: View, now: float, index: ExpectedEnds | None = None) -> Plan:
+        index = index if index is not None else ExpectedEnds()
+        free, ends, releasing, capacity = {}, {}, {}, {}
+        for name, cluster in view.clusters.items():
+            free[name] = cluster.available
+            ends[name], releasing[name] = index.of(cluster)
+            capacity[name] = cluster.nodes - cluster.reserve
+        return cls(now, free, ends, capacity, releasing)
 
     def started(self, cluster: str, spec: JobSpec, size: int) -> None:
         """Note a start made in this cycle."""
         self.free[cluster] -= size
-        self.ends[cluster].append((expected_end(self.now, spec, self.now), size))
+        if cluster not in self._copied:
+            self._copied.add(cluster)
+            self.ends[cluster] = list(self.ends[cluster])
+        insort(self.ends[cluster], (_raw_end(self.now, spec), size))
 
     def released(self, cluster: str, nodes: int) -> None:
         """Note nodes that became free in this cycle (a shrink with no release delay)."""
@@ -123,31 +138,97 @@ class Plan:
         for name, capacity in self.capacity.items():
             if need > capacity:
                 continue
-            shadow, free_then = _shadow(self.free[name], self.ends[name], need, self.now)
+            shadow, free_then = _shadow(self.free[name], self.releasing.get(name, 0),
+                                        self.ends[name], need, self.now)
             if best is None or shadow < best.shadow:
                 best = Reservation(spec.id, name, shadow, free_then - need)
         return best
 
 
-def _ends(cluster: ClusterView, now: float) -> list[tuple[float, int]]:
-    ends: list[tuple[float, int]] = []
-    for job in cluster.running.values():
-        held = job.size - job.releasing
-        if held > 0:
-            ends.append((expected_end(job.start_time, job.spec, now), held))
-        if job.releasing:
-            ends.append((now, job.releasing))
-    return ends
+def _raw_end(start: float, spec: JobSpec) -> float:
+    """Start plus wall time (inf without one); :func:`expected_end` without the clamp."""
+    return math.inf if spec.walltime is None else start + spec.walltime
 
 
-def _shadow(free: int, ends: Iterable[tuple[float, int]], need: int,
+class ExpectedEnds:
+    """The running jobs' expected ends per cluster, kept in order as jobs start, resize
+    and end, so that a cycle does not rebuild and sort them (EASY's hot spot).
+
+    It learns the changes by comparing each view's running jobs with the last ones by
+    identity (a view's :class:`RunningJob` is immutable: a resized job is a new one).
+    Only a cache: a plan is the same with a fresh index or with a long-lived one.
+    """
+
+    __slots__ = ("_ends", "_jobs", "_releasing", "_seen")
+
+    def __init__(self) -> None:
+        self._seen: dict[str, Mapping[str, RunningJob]] = {}
+        self._jobs: dict[str, dict[str, RunningJob]] = {}
+        self._ends: dict[str, list[tuple[float, int]]] = {}
+        self._releasing: dict[str, int] = {}
+
+    def of(self, cluster: ClusterView) -> tuple[list[tuple[float, int]], int]:
+        """The sorted ends and the nodes being released of ``cluster`` (not to be changed)."""
+        name, running = cluster.name, cluster.running
+        if self._seen.get(name) is not running:
+            self._sync(name, running)
+            self._seen[name] = running
+        return self._ends[name], self._releasing[name]
+
+    def _sync(self, name: str, running: Mapping[str, RunningJob]) -> None:
+        jobs = self._jobs.setdefault(name, {})
+        ends = self._ends.setdefault(name, [])
+        releasing = self._releasing.get(name, 0)
+        for job_id in jobs.keys() - running.keys():
+            releasing -= _drop(ends, jobs.pop(job_id))
+        known = jobs.get
+        for job_id, job in running.items():
+            old = known(job_id)
+            if old is job:
+                continue
+            if old is not None:
+                releasing -= _drop(ends, old)
+            jobs[job_id] = job
+            held = job.size - job.releasing
+            if held > 0:
+                insort(ends, (_raw_end(job.start_time, job.spec), held))
+            releasing += job.releasing
+        self._releasing[name] = releasing
+
+
+def _drop(ends: list[tuple[float, int]], job: RunningJob) -> int:
+    """Take ``job``'s entry out of ``ends``; the nodes it was releasing."""
+    held = job.size - job.releasing
+    if held > 0:
+        del ends[bisect_left(ends, (_raw_end(job.start_time, job.spec), held))]
+    return int(job.releasing)
+
+
+def _shadow(free: int, releasing: int, ends: list[tuple[float, int]], need: int,
             now: float) -> tuple[float, int]:
-    """(shadow time, nodes free then) for a job needing ``need`` nodes."""
+    """(shadow time, nodes free then) for a job needing ``need`` nodes.
+
+    Nodes being released and jobs past their expected end count as free now; every job
+    expected to end at the shadow time counts in the nodes free then.
+    """
     if free >= need:
         return now, free
-    for end, nodes in sorted(ends):
+    free += releasing
+    count = len(ends)
+    i = 0
+    while i < count and ends[i][0] <= now:
+        free += ends[i][1]
+        i += 1
+    if free >= need:
+        return now, free
+    while i < count:
+        end, nodes = ends[i]
         free += nodes
+        i += 1
         if free >= need:
+            while i < count and ends[i][0] == end:
+                free += ends[i][1]
+                i += 1
             return end, free
     return math.inf, free
 
@@ -162,7 +243,7 @@ def easy_schedule(queue: Sequence[WaitingJob],
     most_free = max(plan.free.values(), default=0)
     # Free and extra nodes only shrink during a pass, so a job that could not start
     # cannot either for any later job asking the same (sizes, rule, wall time).
-    failed: set[tuple[int, int, SizeRule, float | None]] = set()
+    failed: set[tuple[int, int, str, float | None]] = set()
     for i, waiting in enumerate(order):
         if most_free <= 0 and reservation is not None:
             # nothing can start: the rest waits as it is (a job too big for every
@@ -170,7 +251,7 @@ def easy_schedule(queue: Sequence[WaitingJob],
             return left + order[i:]
         spec = waiting.spec
         low = spec.initial_size if spec.kind is _MALLEABLE else spec.min_size
-        key = (low, spec.max_size, spec.size_rule, spec.walltime)
+        key = (low, spec.max_size, spec.size_rule.value, spec.walltime)  # str: C hash
         if (low > most_free and low <= largest) or key in failed:  # the common, fast case
             left.append(waiting)
             if reservation is None:
@@ -180,7 +261,8 @@ def easy_schedule(queue: Sequence[WaitingJob],
         if reject is not None:
             yield reject
             continue
-        if not (yield from _try_start(spec, plan, reservation)):
+        if low > _room(spec, plan, reservation) or not (
+                yield from _try_start(spec, plan, reservation)):
             failed.add(key)
             left.append(waiting)
             if reservation is None:
@@ -190,6 +272,25 @@ def easy_schedule(queue: Sequence[WaitingJob],
     return left
 
 
+def _room(spec: JobSpec, plan: Plan, reservation: Reservation | None) -> int:
+    """The most nodes :func:`_try_start` may give ``spec`` on any cluster now: below its
+    minimum, it would try every cluster and start nothing (most backfill candidates)."""
+    room = 0
+    for name, limit in plan.free.items():
+        if (reservation is not None and reservation.cluster == name
+                and _ends_late(spec, plan.now, reservation)):
+            limit = min(limit, reservation.extra)
+        if limit > room:
+            room = limit
+    return room
+
+
+def _ends_late(spec: JobSpec, now: float, reservation: Reservation) -> bool:
+    """Does ``spec``, started now, end after the shadow time? (With an unknown end on
+    either side, nothing ends "before".)"""
+    return expected_end(now, spec, now) > reservation.shadow or math.isinf(reservation.shadow)
+
+
 def _try_start(spec: JobSpec, plan: Plan,
                reservation: Reservation | None) -> Negotiating[bool]:
     """Start ``spec`` now where allowed (most free nodes first); True when it started."""
@@ -197,9 +298,7 @@ def _try_start(spec: JobSpec, plan: Plan,
         limit = plan.free[name]
         ends_late = False
         if reservation is not None and reservation.cluster == name:
-            end = expected_end(plan.now, spec, plan.now)
-            # with an unknown end (no wall time) on either side, nothing ends "before"
-            ends_late = end > reservation.shadow or math.isinf(reservation.shadow)
+            ends_late = _ends_late(spec, plan.now, reservation)
             if ends_late:
                 limit = min(limit, reservation.extra)
         size = start_size(spec, limit)
@@ -223,8 +322,11 @@ class EasyPolicy:
     def name(self) -> str:
         return "easy"
 
+    _ends: ExpectedEnds = field(default_factory=ExpectedEnds, init=False, repr=False,
+                                compare=False)
+
     def decide(self, view: View, now: float) -> Steps:
-        plan = Plan.of(view, now)
+        plan = Plan.of(view, now, self._ends)
         yield from easy_schedule(list(view.waiting), plan)
 
 

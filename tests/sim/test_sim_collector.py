@@ -1,0 +1,35 @@
+"""A simulation eases the garbage collector while it runs and restores it after."""
+
+from __future__ import annotations
+
+import gc
+
+from malleable.model import DAS3
+from malleable.policies.koala import KoalaPolicy
+from malleable.sim.run import collector_eased, simulate
+from malleable.workloads.koala import koala_workload
+
+
+def test_a_run_restores_the_collector_settings() -> None:
+    before = gc.get_threshold()
+    seen: list[tuple[tuple[int, int, int], int]] = []
+
+    def spy() -> None:
+        seen.append((gc.get_threshold(), gc.get_freeze_count()))
+
+    with collector_eased():
+        spy()
+    assert seen[0][0][0] >= 10_000 and seen[0][1] > 0
+    result = simulate(koala_workload("wm", 1), DAS3, KoalaPolicy())
+    assert len(result.records) == 300
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def test_the_collector_is_restored_when_a_run_fails() -> None:
+    before = gc.get_threshold()
+    try:
+        with collector_eased():
+            raise RuntimeError("boom")
+    except RuntimeError:
+        pass
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
