@@ -160,7 +160,8 @@ def malleable_rows(n_jobs: int, seed: int, workdir: Path, repeat: int) -> list[R
         (run,) = best_of(repeat, ours(policy, trace, "das3", None, "--approach", approach))
         assert run is not None
         summary = json.loads(run.stdout)
-        ok = "ok (< 5 s)" if run.cpu < 5 or n_jobs < 100_000 else "SLOW (>= 5 s)"
+        ok = ("ok (< 5 s)" if run.cpu < 5 else "SLOW (>= 5 s)") if n_jobs == 100_000 \
+            else "(the 5 s target is at 100k)"
         rows.append(Row(f"wm-prime DAS-3 {approach}/{policy}", n_jobs, run,
                         check=f"{ok}; {summary['completed']} done, {summary['grow_ops']} "
                               f"grows, {summary['shrink_ops']} shrinks"))
