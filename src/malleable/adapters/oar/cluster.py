@@ -31,6 +31,7 @@ from typing import Protocol
 from malleable.adapters.oar.ctl import OarCtl, Poll
 from malleable.adapters.oar.parse import OarJob
 from malleable.adapters.oar.payload import OarPayload
+from malleable.adapters.observing import EventLog, SharedPoll, clamp_epoch
 from malleable.clock import Clock
 from malleable.errors import ExternalError
 from malleable.model import ClusterView, JobKind, JobSpec, JobState, RunningJob
@@ -88,9 +89,11 @@ class OarCluster:
     last_view: ClusterView | None = None
     sleep: Callable[[float], None] = time.sleep
     _mine: dict[str, _Mine] = field(default_factory=dict)
-    _events: list[JobEvent] = field(default_factory=list)
-    _poll: Poll | None = None
-    _unused: set[str] = field(default_factory=set)
+    _events: EventLog = field(default_factory=EventLog)
+    _poll: SharedPoll[Poll] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._poll = SharedPoll(lambda: self.refresh())  # looked up at each call
 
     # ------------------------------------------------------------ observing
 
@@ -98,32 +101,24 @@ class OarCluster:
         """Take one observation now."""
         poll = self.ctl.poll()
         self._follow_all(poll, self.clock.now())
-        self._poll = poll
-        self._unused = {"drain", "observe"}
+        self._poll.taken(poll)
 
     def _stale(self) -> None:
-        self._unused = set()
+        self._poll.stale()
 
     def invalidate(self) -> None:
         self._stale()
-
-    def _use(self, purpose: str) -> Poll:
-        if purpose not in self._unused or self._poll is None:
-            self.refresh()
-        self._unused.discard(purpose)
-        assert self._poll is not None  # refresh sets it
-        return self._poll
 
     def close(self) -> None:
         self.ctl.runner.close()
 
     def drain_events(self) -> Sequence[JobEvent]:
-        self._use("drain")
-        events, self._events = self._events, []
-        return events
+        """New events, oldest first (:class:`~malleable.adapters.observing.EventLog`)."""
+        self._poll.use("drain")
+        return self._events.drain()
 
     def observe(self) -> ClusterView:
-        self.last_view = self._view(self._use("observe"))
+        self.last_view = self._view(self._poll.use("observe"))
         return self.last_view
 
     def _view(self, poll: Poll) -> ClusterView:
@@ -259,9 +254,7 @@ class OarCluster:
                            exc)
 
     def _clamp(self, epoch: float | None, low: float, high: float) -> float:
-        if epoch is None:
-            return high
-        return min(high, max(low, self.clock.from_epoch(epoch + 0.5)))
+        return clamp_epoch(self.clock, epoch, low, high)
 
     # ------------------------------------------------------------ acting
 
@@ -275,7 +268,7 @@ class OarCluster:
     def start(self, spec: JobSpec, size: int) -> int:
         if size < 1:
             return 0
-        platform = sum(n.usable for n in (self._poll or self.ctl.poll()).nodes)
+        platform = sum(n.usable for n in (self._poll.latest or self.ctl.poll()).nodes)
         if size > platform:
             # OAR rejects a request beyond the platform; so does the collection as a whole.
             logger.warning("%s: %s asks %d nodes of %d: refused", self.name, spec.id, size,

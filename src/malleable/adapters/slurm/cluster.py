@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
 
 import malleable.adapters.slurm.meta as meta
+from malleable.adapters.observing import EventLog, SharedPoll, clamp_epoch
 from malleable.adapters.slurm.ctl import Poll, SlurmCtl
 from malleable.adapters.slurm.parse import SlurmJob, holds_nodes
 from malleable.adapters.slurm.payload import Payload
@@ -83,15 +84,14 @@ class SlurmCluster:
     last_view: ClusterView | None = None
     _mine: dict[str, _Mine] = field(default_factory=dict)
     _by_slurm: dict[int, str] = field(default_factory=dict)
-    _events: list[JobEvent] = field(default_factory=list)
-    _handed_out: float = float("-inf")
-    _poll: Poll | None = None
-    _unused: set[str] = field(default_factory=set)
+    _events: EventLog = field(default_factory=EventLog)
+    _poll: SharedPoll[Poll] = field(init=False)
     _stuck_helpers: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         if self.resizer is None:
             self.resizer = Resizer(self.ctl, run_tag=self.run_id)
+        self._poll = SharedPoll(lambda: self.refresh())  # looked up at each call
 
     # ------------------------------------------------------------ observing
 
@@ -102,51 +102,27 @@ class SlurmCluster:
         self._bind(poll)
         self._sweep(poll)
         self._follow_all(poll, now)
-        self._poll = poll
-        self._unused = {"drain", "observe"}
+        self._poll.taken(poll)
 
     def _stale(self) -> None:
         """After an action the latest poll no longer shows the site: poll again next time."""
-        self._unused = set()
+        self._poll.stale()
 
     def invalidate(self) -> None:
         """Someone else acted on the site (the MPI runner resized a job): poll again."""
         self._stale()
-
-    def _use(self, purpose: str) -> Poll:
-        """The latest poll if ``purpose`` has not used it yet; a new poll otherwise.
-
-        A cycle drains events and then observes: both use one poll (taken ahead by
-        the driver's prefetch, or by whichever comes first).
-        """
-        if purpose not in self._unused or self._poll is None:
-            self.refresh()
-        self._unused.discard(purpose)
-        assert self._poll is not None  # refresh sets it
-        return self._poll
 
     def close(self) -> None:
         """Close the connection to the site (its jobs keep running)."""
         self.ctl.runner.close()
 
     def drain_events(self) -> Sequence[JobEvent]:
-        """New events, oldest first, never older than one already handed out.
-
-        Slurm stamps starts and ends in whole seconds while a resize is stamped when it
-        is confirmed, so one batch may hold them out of order; it is sorted (stably, so
-        each job's own events keep their order), and an event Slurm dates before the
-        last event handed out is dated at that event instead.
-        """
-        self._use("drain")
-        events, self._events = sorted(self._events, key=lambda e: e.time), []
-        for i, event in enumerate(events):
-            if event.time < self._handed_out:
-                events[i] = replace(event, time=self._handed_out)
-            self._handed_out = events[i].time
-        return events
+        """New events, oldest first (:class:`~malleable.adapters.observing.EventLog`)."""
+        self._poll.use("drain")
+        return self._events.drain()
 
     def observe(self) -> ClusterView:
-        self.last_view = self._view(self._use("observe"))
+        self.last_view = self._view(self._poll.use("observe"))
         return self.last_view
 
     def _view(self, poll: Poll) -> ClusterView:
@@ -260,9 +236,7 @@ class SlurmCluster:
         self._events.append(event)
 
     def _clamp(self, epoch: float | None, low: float, high: float) -> float:
-        if epoch is None:
-            return high
-        return min(high, max(low, self.clock.from_epoch(epoch + 0.5)))
+        return clamp_epoch(self.clock, epoch, low, high)
 
     def _sweep(self, poll: Poll) -> None:
         """Every poll: cancel what this run left in the queue and no longer follows.
