@@ -17,11 +17,12 @@ import json
 import shlex
 from dataclasses import dataclass, field
 
+from malleable.adapters import work
 from malleable.adapters.slurm.payload import Payload as SlurmPayload
 from malleable.apps import AppCatalog, standard_catalog
 from malleable.model import JobSpec
 
-_TEMPLATE = '''#!/usr/bin/env python3
+_TEMPLATE = ('''#!/usr/bin/env python3
 """malleable payload for job {job_id} on OAR: sleeps through its work at the speed of its size."""
 import json, os, sys, time
 
@@ -47,29 +48,10 @@ def size(last):
         return last
 
 
-def seconds(n):
-    sizes = sorted(TIMES)
-    n = min(max(n, sizes[0]), sizes[-1])
-    while n not in TIMES:
-        n -= 1
-    return max(TIMES[n], 1e-3)
-
+''' + work.SECONDS + '''
 
 n = size(own_nodes())
-done, last = 0.0, time.monotonic()
-print("start", JOB, "nodes", n, "seconds", seconds(n), flush=True)
-while done < 1.0:
-    time.sleep(max(0.0, min(TICK, (1.0 - done) * seconds(n))))
-    now = time.monotonic()
-    done += (now - last) / seconds(n)
-    last = now
-    m = size(n)
-    if m != n:
-        print("resized", n, "->", m, "done", round(done, 4), flush=True)
-        n = m
-print("end", JOB, "nodes", n, flush=True)
-sys.exit(0)
-'''
+''' + work.LOOP)
 
 #: An extension job: hold the node while the base job (``$1``) has not ended.
 _EXTENSION = ("while oarstat -s -j {base} | grep -qE ': (Waiting|Hold|toLaunch|"

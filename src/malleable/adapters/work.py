@@ -1,0 +1,30 @@
+"""The part of the payload script every adapter's managed jobs run alike: one unit of
+work done at the speed of the job's current size (``TIMES``: seconds at each size), the
+size read again every ``TICK`` seconds by the adapter's own ``size(last)``.
+
+Script text, not code of this package: a payload template is ``HEAD + SECONDS +
+"n = size(...)" + LOOP`` (no braces here, so the template can be ``str.format``-ed).
+"""
+
+SECONDS = '''def seconds(n):
+    sizes = sorted(TIMES)
+    n = min(max(n, sizes[0]), sizes[-1])
+    while n not in TIMES:
+        n -= 1
+    return max(TIMES[n], 1e-3)
+'''
+
+LOOP = '''done, last = 0.0, time.monotonic()
+print("start", JOB, "nodes", n, "seconds", seconds(n), flush=True)
+while done < 1.0:
+    time.sleep(max(0.0, min(TICK, (1.0 - done) * seconds(n))))
+    now = time.monotonic()
+    done += (now - last) / seconds(n)
+    last = now
+    m = size(n)
+    if m != n:
+        print("resized", n, "->", m, "done", round(done, 4), flush=True)
+        n = m
+print("end", JOB, "nodes", n, flush=True)
+sys.exit(0)
+'''
