@@ -88,7 +88,10 @@ class Manager:
     """Places jobs and grows or shrinks them through a policy, over several clusters.
 
     ``max_tries`` is KOALA's placement-failure threshold: a job that failed to be
-    placed that many times leaves the queue as FAILED (None: never).
+    placed that many times leaves the queue as FAILED (None: never). ``max_retries`` is
+    how many times a job that failed through no fault of its own (a ``retriable``
+    event: a node failed under it) goes back to the queue to run again (0 in
+    simulations: nothing fails there).
     """
 
     policy: Policy
@@ -103,6 +106,9 @@ class Manager:
     _queue_view: _QueueView = field(init=False)
     last_view: View | None = field(default=None, init=False)
     """The view the policy decided on in the last cycle."""
+    max_retries: int = 0
+    retries: dict[str, int] = field(default_factory=dict)
+    """Times each job was put back in the queue after a failure not its own."""
     health: dict[str, SiteHealth] = field(default_factory=dict)
     """Per-site health, filled at a site's first failure or by the real-time driver (a
     run whose sites never fail, a simulation, takes the plain path)."""
@@ -247,13 +253,67 @@ class Manager:
         record = self.records.get(event.job_id)
         if record is None:
             return
+        if event.state is JobState.WAITING or (
+                event.retriable and event.state.finished and self._may_retry(event)):
+            self._requeue(event)
+            return
         if self.journal is not None:
             self.journal.job_event(event)
         if event.state.finished:
-            record.finish(event.time, event.state)
+            record.finish(event.time, event.state, event.reason)
             self._active.discard(event.job_id)
         elif event.state is JobState.RUNNING:
             record.resize(event.time, event.size)
+
+    def _may_retry(self, event: JobEvent) -> bool:
+        return self.retries.get(event.job_id, 0) < self.max_retries
+
+    def _requeue(self, event: JobEvent) -> None:
+        """The job goes back to the queue: given back by its adapter, or retried."""
+        job_id = event.job_id
+        cluster = self._where.pop(job_id, "")
+        reason = event.reason
+        if event.state is not JobState.WAITING:
+            attempt = self.retries[job_id] = self.retries.get(job_id, 0) + 1
+            reason = f"{event.reason}; submitted again (retry {attempt} of {self.max_retries})"
+            logger.warning("job %s failed on %s through no fault of its own: %s", job_id,
+                           cluster, reason)
+            self._log(Operation(event.time, "retry", job_id, cluster, attempt))
+        if self.journal is not None:
+            self.journal.job_event(JobEvent(event.time, job_id, JobState.WAITING, 0, reason))
+        self.records[job_id].requeue()
+        self._active.add(job_id)
+        self._queue[job_id] = WaitingJob(self.records[job_id].spec)
+
+    @property
+    def failed(self) -> list[JobRecord]:
+        """Jobs that ended FAILED (rejected, not placed, or failed on a site)."""
+        return [r for r in self.records.values() if r.state is JobState.FAILED]
+
+    # -------------------------------------------------------------- durable state
+
+    def export_state(self) -> dict[str, object]:
+        """What must survive a restart besides the journal's records: the policy's memory
+        (a policy with ``export_state``) and the failed tries of the waiting jobs."""
+        state: dict[str, object] = {"tries": {j: w.tries for j, w in self._queue.items()
+                                              if w.tries}}
+        policy = _stateful(self.policy)
+        if policy is not None:
+            state["policy"] = policy.export_state()
+        return state
+
+    def import_state(self, state: Mapping[str, object]) -> None:
+        """Take up :meth:`export_state`'s output after a restart."""
+        tries = state.get("tries")
+        if isinstance(tries, dict):
+            for job_id, count in tries.items():
+                waiting = self._queue.get(job_id)
+                if waiting is not None and isinstance(count, int):
+                    self._queue[job_id] = WaitingJob(waiting.spec, count)
+        policy = _stateful(self.policy)
+        saved = state.get("policy")
+        if policy is not None and isinstance(saved, dict):
+            policy.import_state(saved)
 
     # -------------------------------------------------------------- actions
 
@@ -353,6 +413,27 @@ class Manager:
         self.operations.append(op)
         if self.journal is not None:
             self.journal.operation(op)
+
+
+class Stateful(Protocol):
+    """A policy with memory that must survive a restart (AC-DS's desire estimators)."""
+
+    def export_state(self) -> dict[str, object]:
+        """The policy's memory as JSON-able data."""
+        ...
+
+    def import_state(self, state: Mapping[str, object]) -> None:
+        """Take up what :meth:`export_state` returned before a restart."""
+        ...
+
+
+def _stateful(policy: object) -> Stateful | None:
+    """The policy (or the one it wraps, ``inner``) if it has state to export."""
+    while policy is not None:
+        if hasattr(policy, "export_state") and hasattr(policy, "import_state"):
+            return policy
+        policy = getattr(policy, "inner", None)
+    return None
 
 
 def _nothing(action: Action) -> int | None:

@@ -33,8 +33,11 @@ class Capability(enum.Enum):
 class JobEvent:
     """Something that happened to a managed job, at ``time`` (seconds, manager clock).
 
-    ``state`` is RUNNING for a start and for a resize (``size`` is the new size), or a
-    finished state for an end.
+    ``state`` is RUNNING for a start and for a resize (``size`` is the new size), a
+    finished state for an end, or WAITING when the adapter gives the job back to the
+    manager's queue (its submission never reached the resource manager). ``retriable``
+    marks a failure that was not the job's fault (a node failed under it): the manager
+    may submit it again (``Manager.max_retries``).
     """
 
     time: float
@@ -42,6 +45,7 @@ class JobEvent:
     state: JobState
     size: int
     reason: str = ""
+    retriable: bool = False
 
 
 @runtime_checkable

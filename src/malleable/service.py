@@ -213,6 +213,11 @@ def build_adapter(site: SiteConfig, clock: ScaledClock, info: RunInfo,
                         journal=store)
 
 
+MAX_RETRIES = 2
+"""How many times a real run submits again a job that failed through no fault of its own
+(a node failed under it)."""
+
+
 def open_run(request: RunRequest, store: Store) -> ManagerRun:
     """A new run, or the run the journal holds (resumed: InputError if it differs)."""
     info = store.run_info()
@@ -227,7 +232,8 @@ def open_run(request: RunRequest, store: Store) -> ManagerRun:
         workload = store.workload()
     clock = ScaledClock(info.epoch0, info.time_scale)
     adapters = build_adapters(request.sites, clock, info, store)
-    manager = Manager(held_policy(info).build(), adapters, journal=store)
+    manager = Manager(held_policy(info).build(), adapters, journal=store,
+                      max_retries=MAX_RETRIES)
     resumed = resume(store, manager, adapters) if store.submitted() else None
     done = set(manager.records)
     pending = [spec for spec in workload if spec.id not in done]
@@ -270,7 +276,16 @@ def check_same_run(info: RunInfo, request: RunRequest, source: str) -> None:
 def drive(run: ManagerRun, poll: float, deadline: float | None,
           on_cycle: Callable[[float], None] = lambda now: None) -> str:
     """Run the manager in real time until done, the deadline or a signal; how it stopped."""
-    driver = RealtimeDriver(run.manager, run.clock, run.pending, poll, on_cycle=on_cycle)
+    saved = [run.store.saved_state() or ""]
+
+    def cycled(now: float) -> None:
+        state = json.dumps(run.manager.export_state(), sort_keys=True)
+        if state != saved[0]:  # the policy's memory and the tries, journaled when changed
+            run.store.save_state(state)
+            saved[0] = state
+        on_cycle(now)
+
+    driver = RealtimeDriver(run.manager, run.clock, run.pending, poll, on_cycle=cycled)
     outcome = driver.run(deadline)
     run.cycle_seconds.extend(outcome.cycle_seconds)
     logger.info("%d cycles, mean %.3f s", outcome.cycles,
@@ -312,7 +327,9 @@ def finish(run: ManagerRun, out: Path, stopped: str, compare_sim: bool = False
                    run_id=run.info.run_id, sites=",".join(run.adapters), nodes=nodes,
                    stopped=stopped, resizes=run.store.resize_outcomes(),
                    site_health={name: h.summary() for name, h in run.manager.health.items()},
-                   cycles=len(run.cycle_seconds), cycle_p95_s=_p95(run.cycle_seconds))
+                   cycles=len(run.cycle_seconds), cycle_p95_s=_p95(run.cycle_seconds),
+                   failed_jobs={r.spec.id: r.reason or "failed" for r in run.manager.failed},
+                   retries=dict(run.manager.retries))
     summary.update(policy_options(run.policy.options))
     write_records(out / "jobs.csv", records, run.manager.operations)
     if compare_sim:

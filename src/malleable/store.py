@@ -22,7 +22,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from malleable.errors import ExternalError, InputError
 from malleable.manager import Manager
@@ -50,6 +50,9 @@ CREATE TABLE IF NOT EXISTS resizes (id INTEGER PRIMARY KEY, site TEXT NOT NULL,
     job_id TEXT NOT NULL, slurm_id INTEGER NOT NULL, before INTEGER NOT NULL,
     target INTEGER NOT NULL, after INTEGER, outcome TEXT, reason TEXT, seconds REAL,
     helper INTEGER);
+CREATE TABLE IF NOT EXISTS intents (id INTEGER PRIMARY KEY, time REAL NOT NULL,
+    kind TEXT NOT NULL, site TEXT NOT NULL, job_id TEXT NOT NULL, native_id INTEGER,
+    amount INTEGER NOT NULL, state TEXT NOT NULL DEFAULT 'open', detail TEXT NOT NULL DEFAULT '');
 """
 
 
@@ -70,6 +73,28 @@ class ResizeOutcome(Protocol):
 
     @property
     def helper(self) -> int | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Intent:
+    """An external side effect the journal recorded before it was tried.
+
+    ``kind`` is ``submit`` (``amount`` nodes), ``cancel``, ``helper`` (an expansion's
+    helper allocation ``native_id`` was granted for ``job_id``; ``amount`` its parent's
+    Slurm id) or ``handover`` (the helper's nodes are being handed to the parent).
+    ``state`` is ``open`` until the effect is known: ``done``, ``failed`` (it did not
+    happen), ``adopted`` (found again after a restart), ``rolled back``.
+    """
+
+    token: int
+    time: float
+    kind: str
+    site: str
+    job_id: str
+    native_id: int | None
+    amount: int
+    state: str = "open"
+    detail: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +240,40 @@ class Store:
                                                 result.reason, result.seconds, result.helper,
                                                 token))
 
+    # ------------------------------------------------------------ intents
+
+    def intent(self, kind: str, site: str, job_id: str, amount: int = 0,
+               native_id: int | None = None, time: float = 0.0) -> int:
+        """Record, before trying it, a side effect on ``site``; its token."""
+        return self._write("INSERT INTO intents (time, kind, site, job_id, native_id, amount) "
+                           "VALUES (?, ?, ?, ?, ?, ?)",
+                           (time, kind, site, job_id, native_id, amount))
+
+    def intent_end(self, token: int, state: str, native_id: int | None = None,
+                   detail: str = "") -> None:
+        """What became of an intent (``native_id`` learnt on the way, if any)."""
+        self._write("UPDATE intents SET state = ?, native_id = COALESCE(?, native_id), "
+                    "detail = ? WHERE id = ?", (state, native_id, detail, token))
+
+    def intents(self, state: str | None = "open") -> list[Intent]:
+        """Intents in ``state`` (all with None), oldest first."""
+        sql = ("SELECT id, time, kind, site, job_id, native_id, amount, state, detail "
+               "FROM intents")
+        rows = self._rows(sql + " ORDER BY id") if state is None else self._rows(
+            sql + " WHERE state = ? ORDER BY id", (state,))
+        return [Intent(int(i), float(t), str(k), str(s), str(j),
+                       None if n is None else int(n), int(a), str(st), str(d))
+                for i, t, k, s, j, n, a, st, d in rows]
+
+    # ------------------------------------------------------------ durable state of the policy
+
+    def save_state(self, text: str) -> None:
+        """The manager's exported state (policy memory, placement tries), as JSON text."""
+        self._set_meta("manager_state", text)
+
+    def saved_state(self) -> str | None:
+        return self._meta("manager_state")
+
     # ------------------------------------------------------------ reading back
 
     def submitted(self) -> list[JobSpec]:
@@ -258,38 +317,99 @@ class Resumed:
     followed: int
     waiting: int
     interrupted_resizes: int
+    adopted_submissions: int = 0
+    """Submissions the manager was stopped around, taken up from what Slurm had."""
 
 
 def rebuild_records(store: Store) -> tuple[list[JobRecord], dict[str, str]]:
-    """The manager's records and placements, replayed from the journal."""
+    """The manager's records and placements, replayed from the journal.
+
+    Operations and events are replayed in time order (at equal times, events first: a
+    cycle drains its events before it acts), so a job given back to the queue (a WAITING
+    event) and placed again is followed where it was placed last.
+    """
     records = {spec.id: JobRecord(spec) for spec in store.submitted()}
     where: dict[str, str] = {}
-    for op in store.operations():
-        record = records.get(op.job_id)
+    steps: list[tuple[float, int, int, Operation | JobEvent]] = [
+        (e.time, 0, i, e) for i, e in enumerate(store.events())]
+    steps += [(op.time, 1, i, op) for i, op in enumerate(store.operations())]
+    for _, _, _, step in sorted(steps, key=lambda s: s[:3]):
+        record = records.get(step.job_id)
         if record is None:
             continue
-        if op.kind == "place":
-            record.place(op.time, op.cluster)
-            where[op.job_id] = op.cluster
-        elif op.kind == "reject" and not record.state.finished:
-            record.finish(op.time, JobState.FAILED, "rejected")
-        elif op.kind == "cancel" and op.job_id not in where and not record.state.finished:
-            record.finish(op.time, JobState.CANCELLED)
-    for event in store.events():
-        record = records.get(event.job_id)
-        if record is None:
-            continue
-        if event.state.finished:
-            record.finish(event.time, event.state, event.reason)
-        elif event.state is JobState.RUNNING:
-            record.resize(event.time, event.size)
+        if isinstance(step, Operation):
+            _replay_operation(record, step, where)
+        else:
+            _replay_event(record, step, where)
     return list(records.values()), where
+
+
+def _replay_operation(record: JobRecord, op: Operation, where: dict[str, str]) -> None:
+    if op.kind == "place":
+        record.place(op.time, op.cluster)
+        where[op.job_id] = op.cluster
+    elif op.kind == "reject" and not record.state.finished:
+        record.finish(op.time, JobState.FAILED, "rejected")
+    elif op.kind == "cancel" and op.job_id not in where and not record.state.finished:
+        record.finish(op.time, JobState.CANCELLED)
+
+
+def _replay_event(record: JobRecord, event: JobEvent, where: dict[str, str]) -> None:
+    if event.state is JobState.WAITING:
+        record.requeue()
+        where.pop(event.job_id, None)
+    elif event.state.finished:
+        record.finish(event.time, event.state, event.reason)
+    elif event.state is JobState.RUNNING:
+        record.resize(event.time, event.size)
+
+
+@runtime_checkable
+class Reconciling(Protocol):
+    """An adapter that can finish, after a restart, what an intent left half done."""
+
+    def resume_intent(self, token: int, kind: str, job_id: str,
+                      native_id: int | None) -> None: ...
+
+
+def _unconfirmed_submissions(store: Store, records: Sequence[JobRecord],
+                             where: dict[str, str]) -> list[Intent]:
+    """Submit intents of jobs the journal has back in the queue: the manager stopped
+    between the intent and the place operation, so the job may be in Slurm already.
+    They are taken as placed there; the adapter adopts Slurm's copy, or gives the job
+    back if Slurm has none (never submitted twice)."""
+    requeued: dict[str, float] = {}
+    for event in store.events():
+        if event.state is JobState.WAITING:
+            requeued[event.job_id] = event.time
+    waiting = {r.spec.id for r in records if not r.state.finished and r.spec.id not in where}
+    found: dict[str, Intent] = {}
+    for intent in store.intents(None):
+        if (intent.kind == "submit" and intent.state in ("open", "done")
+                and intent.job_id in waiting
+                and intent.time >= requeued.get(intent.job_id, float("-inf"))):
+            found[intent.job_id] = intent
+    return list(found.values())
 
 
 def resume(store: Store, manager: Manager, clusters: Mapping[str, ResourceManager]) -> Resumed:
     """Rebuild ``manager`` from ``store`` and hand running jobs back to their clusters."""
     records, where = rebuild_records(store)
+    by_id = {r.spec.id: r for r in records}
+    taken_up = _unconfirmed_submissions(store, records, where)
+    for intent in taken_up:
+        if intent.site not in clusters:
+            continue
+        logger.warning("%s: its submission to %s was interrupted; adopting Slurm's copy if "
+                       "there is one", intent.job_id, intent.site)
+        op = Operation(intent.time, "place", intent.job_id, intent.site, intent.amount)
+        store.operation(op)
+        by_id[intent.job_id].place(op.time, op.cluster)
+        where[intent.job_id] = intent.site
     manager.restore(records, where, store.operations())
+    saved = store.saved_state()
+    if saved:
+        manager.import_state(json.loads(saved))
     slurm_ids = store.slurm_ids()
     placed = {op.job_id: op.amount for op in store.operations() if op.kind == "place"}
     followed = 0
@@ -306,10 +426,21 @@ def resume(store: Store, manager: Manager, clusters: Mapping[str, ResourceManage
               requested=placed.get(record.spec.id, size), started=record.start is not None,
               size=size, since=record.placed)
         followed += 1
+    _resume_intents(store, clusters)
     interrupted = store.open_resizes()
     for token, site, job_id, slurm_id in interrupted:
         logger.warning("resize of %s (Slurm job %d on %s) was interrupted; its size will be "
                        "read back", job_id, slurm_id, site)
         store.close_interrupted(token)
     waiting = sum(1 for r in records if not r.state.finished and r.spec.id not in where)
-    return Resumed(len(records), followed, waiting, len(interrupted))
+    return Resumed(len(records), followed, waiting, len(interrupted), len(taken_up))
+
+
+def _resume_intents(store: Store, clusters: Mapping[str, ResourceManager]) -> None:
+    """Hand every open intent (submit, cancel, helper, hand-over) to its site to finish."""
+    for intent in store.intents("open"):
+        adapter = clusters.get(intent.site)
+        if isinstance(adapter, Reconciling):
+            adapter.resume_intent(intent.token, intent.kind, intent.job_id, intent.native_id)
+        else:
+            store.intent_end(intent.token, "moot", detail="its site is not in this run")

@@ -117,7 +117,11 @@ class FakeSlurm:
                 self.finish(job.job_id, "CANCELLED")
             return Result(0, "", "")
         if args[:3] == ["env", "SLURM_TIME_FORMAT=%s", "sacct"]:
-            return Result(0, self._sacct(args[-1].split("=")[1]), "")
+            key, _, value = args[-1].partition("=")
+            if key == "--name":
+                named = {j.job_id for j in self.jobs.values() if j.name in value.split(",")}
+                return Result(0, self._sacct(",".join(str(i) for i in sorted(named))), "")
+            return Result(0, self._sacct(value), "")
         if args[0] == "rm":
             return Result(0, "", "")
         if args[0] == "sacctmgr":
@@ -204,7 +208,7 @@ class FakeSlurm:
     def _sacct(self, ids: str) -> str:
         lines = ["JobID|JobName|State|NNodes|Start|End"]
         if self.accounting:
-            for job_id in (int(i) for i in ids.split(",")):
+            for job_id in (int(i) for i in ids.split(",") if i):
                 job = self.jobs.get(job_id)
                 if job is not None:
                     lines.append(f"{job.job_id}|{job.name}|{job.state}|{len(job.nodes)}|"

@@ -84,3 +84,14 @@ def test_a_shrunk_job_ends_later(tmp_path: Path) -> None:
     took = time.monotonic() - began
     expected = 0.3 + (1 - 0.3 / 1.5) * 2.4
     assert expected - 0.05 < took < expected + 0.6
+
+
+@pytest.mark.parametrize("job_id", ["a\\x", "b\\N", "c\\", 'd"""e', "f'g", "h\ni", "\\u00e9"])
+def test_any_job_id_gives_a_script_that_compiles(job_id: str) -> None:
+    # A job id with \x or \N in it made the docstring a SyntaxError (issue 12).
+    from malleable.adapters.oar.payload import OarPayload
+
+    spec = JobSpec(job_id, JobKind.MALLEABLE, 2, 8, 2, app="ft", size_rule=SizeRule.POW2)
+    for script in (Payload().script(spec), OarPayload().script(spec)):
+        module = compile(script, "payload", "exec")
+        assert job_id in str(module.co_consts[0])  # the docstring names the job

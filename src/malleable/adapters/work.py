@@ -6,6 +6,14 @@ Script text, not code of this package: a payload template is ``HEAD + SECONDS +
 "n = size(...)" + LOOP`` (no braces here, so the template can be ``str.format``-ed).
 """
 
+
+def docstring_id(job_id: str) -> str:
+    """``job_id`` as text that is safe inside the payload's triple-quoted docstring: any
+    character a job id may hold (a backslash, ``\\x``, ``\\N``, quotes, a newline) is
+    escaped, so the script always compiles."""
+    return ascii(job_id).replace('"', '\\"')
+
+
 SECONDS = '''def seconds(n):
     sizes = sorted(TIMES)
     n = min(max(n, sizes[0]), sizes[-1])

@@ -120,7 +120,19 @@ def run(args: argparse.Namespace) -> int:
         Console(stderr=True).print(f"stopped ({stopped}); state saved in {store.path}: run the "
                                    "same command to take the run up again")
         return 130 if stopped == "signal" else 3
+    failed = summary.get("failed_jobs") or {}
+    if failed:
+        shown = "; ".join(f"{job}: {why}" for job, why in list(failed.items())[:5])
+        more = f" (and {len(failed) - 5} more)" if len(failed) > 5 else ""
+        Console(stderr=True).print(f"{len(failed)} job(s) failed: {shown}{more}",
+                                   markup=False, highlight=False)
+        return JOBS_FAILED
     return 0
+
+
+JOBS_FAILED = 5
+"""The exit code of a run that ended with failed jobs (listed on stderr and in
+summary.json's ``failed_jobs``)."""
 
 
 def _say_state_kept(path: str | Path) -> None:

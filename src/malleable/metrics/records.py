@@ -58,6 +58,12 @@ class JobRecord:
         elif self._first != size:
             self._later = [(time, size)]
 
+    def requeue(self) -> None:
+        """Back to the placement queue (a submission that never happened, or a retry after
+        a failure that was not the job's fault): the record covers the next attempt."""
+        self.cluster, self.placed, self.start, self.end = "", None, None, None
+        self.state, self.reason, self._first, self._later = JobState.WAITING, "", None, None
+
     def finish(self, time: float, state: JobState, reason: str = "") -> None:
         self.end = time
         self.state = state

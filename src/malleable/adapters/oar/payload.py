@@ -73,7 +73,7 @@ class OarPayload:
     def script(self, spec: JobSpec) -> str:
         """The base job's script (it reads its size from ``SCRIPT.size``)."""
         times = json.dumps({str(n): round(t, 6) for n, t in self._slurm().times(spec).items()})
-        return _TEMPLATE.format(job_id=spec.id.replace('"', "'"), times=times, tick=self.tick)
+        return _TEMPLATE.format(job_id=work.docstring_id(spec.id), times=times, tick=self.tick)
 
     def walltime(self, spec: JobSpec) -> str:
         """OAR's ``walltime=H:MM:SS``: as generous as the Slurm time limit."""

@@ -27,7 +27,9 @@ from types import MappingProxyType
 from typing import Protocol
 
 import malleable.adapters.slurm.meta as meta
+from malleable import faults
 from malleable.adapters.observing import EventLog, SharedPoll, clamp_epoch
+from malleable.adapters.shell import CommandTimeout
 from malleable.adapters.slurm.ctl import Poll, SlurmCtl
 from malleable.adapters.slurm.parse import SlurmJob, holds_nodes
 from malleable.adapters.slurm.payload import Payload
@@ -50,6 +52,12 @@ class SiteJournal(Protocol):
 
     def resize_end(self, token: int, result: ResizeResult) -> None: ...
 
+    def intent(self, kind: str, site: str, job_id: str, amount: int = 0,
+               native_id: int | None = None, time: float = 0.0) -> int: ...
+
+    def intent_end(self, token: int, state: str, native_id: int | None = None,
+                   detail: str = "") -> None: ...
+
 
 @dataclass(slots=True)
 class _Mine:
@@ -63,6 +71,12 @@ class _Mine:
     started: bool = False
     finished: bool = False
     changed: float = 0.0
+    submit_token: int | None = None
+    """The journal's open submit intent while the submission is unconfirmed (sbatch timed
+    out, or the manager was killed around it): the next poll binds the job to the copy
+    Slurm has, or gives it back to the manager's queue if Slurm has none."""
+    todo: list[tuple[int | None, str, int | None]] = field(default_factory=list)
+    """Intents to finish once the job's Slurm id is known: (token, kind, native id)."""
 
 
 @dataclass
@@ -101,6 +115,7 @@ class SlurmCluster:
         now = self.clock.now()
         self._bind(poll)
         self._sweep(poll)
+        self._finish_intents()
         self._follow_all(poll, now)
         self._poll.taken(poll)
 
@@ -162,12 +177,75 @@ class SlurmCluster:
         unbound = {m.spec.id: m for m in self._mine.values() if m.slurm_id is None}
         if not unbound:
             return
-        for job in poll.jobs:
+        # Several copies (a crash between sbatch and the journal, then a second try):
+        # the one running (else the oldest) is adopted; _sweep cancels the others.
+        ranked = sorted(poll.jobs, key=lambda j: (j.state is not JobState.RUNNING, j.job_id))
+        for job in ranked:
             tag = meta.decode(job.comment)
-            if tag is not None and tag.run == self.run_id and tag.job in unbound:
-                mine = unbound.pop(tag.job)
-                mine.slurm_id = job.job_id
-                self._by_slurm[job.job_id] = mine.spec.id
+            if (tag is not None and tag.run == self.run_id and tag.job in unbound
+                    and tag.helper_for is None and not job.state.finished):
+                self._bound(unbound.pop(tag.job), job.job_id)
+
+    def _bound(self, mine: _Mine, slurm_id: int) -> None:
+        """The Slurm job of a job known by tag only is ``slurm_id``: journal it."""
+        mine.slurm_id = slurm_id
+        self._by_slurm[slurm_id] = mine.spec.id
+        logger.info("%s: %s is Slurm job %d (adopted)", self.name, mine.spec.id, slurm_id)
+        if self.journal is not None:
+            self.journal.slurm_submitted(self.name, mine.spec.id, slurm_id)
+            if mine.submit_token is not None:
+                self.journal.intent_end(mine.submit_token, "adopted", slurm_id,
+                                        "the copy Slurm had was adopted")
+        mine.submit_token = None
+
+    def _finish_intents(self) -> None:
+        """Carry out what a restart left half done, once the job's Slurm id is known."""
+        for mine in self._mine.values():
+            if not mine.todo or (mine.slurm_id is None and not mine.finished):
+                continue
+            todo, mine.todo = mine.todo, []
+            for token, kind, native in todo:
+                self._finish_intent(mine, token, kind, native)
+
+    def _finish_intent(self, mine: _Mine, token: int | None, kind: str,
+                       native: int | None) -> None:
+        state = "done"
+        if kind == "helper" and native is not None:  # never handed over: roll it back
+            self.ctl.cancel(native)
+            state = "rolled back"
+        elif mine.finished or mine.slurm_id is None:
+            state = "moot"
+        elif kind == "cancel":
+            self.ctl.cancel(mine.slurm_id)
+        elif kind == "handover":  # the helper's nodes were given: let the job take them up
+            self.ctl.update_nodes(mine.slurm_id, "ALL")
+            state = "finished"
+        logger.info("%s: %s intent for %s after the restart: %s", self.name, kind,
+                    mine.spec.id, state)
+        if self.journal is not None and token is not None:
+            self.journal.intent_end(token, state, detail="after a restart")
+
+    def resume_intent(self, token: int, kind: str, job_id: str, native_id: int | None) -> None:
+        """An intent journaled before a restart and never closed: finish it at the next
+        poll (``submit``: adopt Slurm's copy or give the job back; ``cancel``: cancel the
+        job; ``helper``: cancel that helper allocation; ``handover``: have the job take up
+        the nodes handed to it)."""
+        mine = self._mine.get(job_id)
+        if kind == "submit" and mine is not None and not mine.finished:
+            if mine.slurm_id is None:
+                mine.submit_token = token
+            elif self.journal is not None:
+                self.journal.intent_end(token, "adopted", mine.slurm_id, "known after a restart")
+            return
+        if mine is None or (kind == "submit" and mine.finished):
+            if kind == "helper" and native_id is not None:
+                mine = _Mine(JobSpec(job_id, JobKind.RIGID, 1, 1, 1), None, 0, 0.0,
+                             finished=True)
+                self._finish_intent(mine, token, kind, native_id)
+            elif self.journal is not None:
+                self.journal.intent_end(token, "moot", detail="the job is no longer followed")
+            return
+        mine.todo.append((token, kind, native_id))
 
     def _follow_all(self, poll: Poll, now: float) -> None:
         by_id = {j.job_id: j for j in poll.jobs}
@@ -205,18 +283,35 @@ class SlurmCluster:
     def _end(self, mine: _Mine, job: SlurmJob, state: JobState, now: float) -> None:
         end = self._clamp(job.end_time, max(mine.submitted, mine.changed), now)
         reason = "" if state is JobState.COMPLETED else f"{job.state_raw} {job.reason}".strip()
-        self._emit(mine, JobEvent(end, mine.spec.id, state, 0, reason))
+        retriable = job.state_raw.split(" ")[0] in _NOT_ITS_FAULT
+        self._emit(mine, JobEvent(end, mine.spec.id, state, 0, reason, retriable))
         mine.finished = True
         mine.size = 0
 
     def _settle_missing(self, missing: list[_Mine], now: float) -> None:
-        """Jobs gone from squeue: their end from accounting, or FAILED if it has none."""
+        """Jobs gone from squeue: their end from accounting, or FAILED if it has none.
+
+        A job whose submission was never confirmed (no Slurm id) is looked up in
+        accounting by its name (which holds the run's tag); if Slurm never had it, it
+        goes back to the manager's queue (a WAITING event) rather than failing.
+        """
         ids = [m.slurm_id for m in missing if m.slurm_id is not None]
+        unbound = {meta.job_name(m.spec.id, self.run_id): m for m in missing
+                   if m.slurm_id is None}
         try:
             found = {j.job_id: j for j in self.ctl.accounting(ids)}
+            named = self.ctl.accounting_named(sorted(unbound)) if unbound else []
         except ExternalError as exc:
             logger.warning("%s: sacct failed (%s); will retry next cycle", self.name, exc)
             return
+        for row in sorted(named, key=lambda j: (j.state is not JobState.COMPLETED, j.job_id)):
+            taken = unbound.get(row.name)
+            if taken is not None and taken.slurm_id is None and row.state.finished:
+                self._bound(taken, row.job_id)
+                found[row.job_id] = row
+        for taken in unbound.values():
+            if taken.slurm_id is None:
+                self._given_back(taken, now)
         for mine in missing:
             job = found.get(mine.slurm_id) if mine.slurm_id is not None else None
             if job is not None and job.state.finished:
@@ -225,11 +320,23 @@ class SlurmCluster:
                     self._emit(mine, JobEvent(start, mine.spec.id, JobState.RUNNING, job.nodes))
                     mine.started = True
                 self._end(mine, job, job.state, now)
-            elif job is None:
-                what = "no Slurm job" if mine.slurm_id is None else f"job {mine.slurm_id}"
+            elif job is None and mine.slurm_id is not None:
                 self._emit(mine, JobEvent(now, mine.spec.id, JobState.FAILED, 0,
-                                          f"{what} is neither in the queue nor in accounting"))
+                                          f"job {mine.slurm_id} is neither in the queue nor "
+                                          "in accounting"))
                 mine.finished = True
+
+    def _given_back(self, mine: _Mine, now: float) -> None:
+        """Slurm never had this submission (the manager stopped before sbatch ran)."""
+        reason = "its submission never reached Slurm: back to the queue"
+        logger.warning("%s: %s: %s", self.name, mine.spec.id, reason)
+        if self.journal is not None and mine.submit_token is not None:
+            self.journal.intent_end(mine.submit_token, "rolled back", detail=reason)
+        for token, _, _ in mine.todo:
+            if self.journal is not None and token is not None:
+                self.journal.intent_end(token, "moot", detail=reason)
+        self._events.append(JobEvent(now, mine.spec.id, JobState.WAITING, 0, reason))
+        del self._mine[mine.spec.id]
 
     def _emit(self, mine: _Mine, event: JobEvent) -> None:
         mine.changed = max(mine.changed, event.time)
@@ -283,18 +390,31 @@ class SlurmCluster:
         if size < 1:
             return 0
         tag = meta.encode(meta.Tag(self.run_id, job=spec.id))
-        options = [f"--job-name={meta.job_name(spec.id)}", f"--comment={tag}",
+        options = [f"--job-name={meta.job_name(spec.id, self.run_id)}", f"--comment={tag}",
                    f"--nodes={size}", "--exclusive", "--no-requeue",
                    f"--time={self.payload.time_limit_minutes(spec)}", f"--output={self.output}"]
+        token = self._intent("submit", spec.id, size)
+        faults.reached("submit.before")
         try:
             slurm_id = self.ctl.submit(options, self.payload.script(spec))
+        except CommandTimeout as exc:  # it may have been submitted: the next poll tells
+            logger.warning("%s: sbatch of %s did not answer (%s); the next poll adopts it "
+                           "if Slurm has it", self.name, spec.id, exc)
+            self._stale()
+            self.adopt(spec, None, requested=size)
+            self._mine[spec.id].submit_token = token
+            return size
         except (ExternalError, ValueError) as exc:
             logger.warning("%s: sbatch of %s refused: %s", self.name, spec.id, exc)
+            self._intent_end(token, "failed", detail=str(exc))
             return 0
+        faults.reached("submit.after")
         self._stale()
         self.adopt(spec, slurm_id, requested=size)
         if self.journal is not None:
             self.journal.slurm_submitted(self.name, spec.id, slurm_id)
+        self._intent_end(token, "done", slurm_id)
+        faults.reached("submit.done")
         logger.info("%s: submitted %s as Slurm job %d on %d nodes", self.name, spec.id,
                     slurm_id, size)
         return size
@@ -332,9 +452,28 @@ class SlurmCluster:
 
     def cancel(self, job_id: str) -> None:
         mine = self._mine.get(job_id)
-        if mine is not None and mine.slurm_id is not None and not mine.finished:
-            self._stale()
-            self.ctl.cancel(mine.slurm_id)
+        if mine is None or mine.finished:
+            return
+        token = self._intent("cancel", job_id, 0, mine.slurm_id)
+        faults.reached("cancel.before")
+        if mine.slurm_id is None:  # not bound yet: cancelled once found
+            mine.todo.append((token, "cancel", None))
+            return
+        self._stale()
+        self.ctl.cancel(mine.slurm_id)
+        faults.reached("cancel.after")
+        self._intent_end(token, "done")
+
+    def _intent(self, kind: str, job_id: str, amount: int, native: int | None = None
+                ) -> int | None:
+        if self.journal is None:
+            return None
+        return self.journal.intent(kind, self.name, job_id, amount, native, self.clock.now())
+
+    def _intent_end(self, token: int | None, state: str, native: int | None = None,
+                    detail: str = "") -> None:
+        if self.journal is not None and token is not None:
+            self.journal.intent_end(token, state, native, detail)
 
     def _resizable(self, job_id: str) -> _Mine | None:
         mine = self._mine.get(job_id)
@@ -350,11 +489,23 @@ class SlurmCluster:
         if self.journal is not None:
             token = self.journal.resize_begin(self.name, mine.spec.id, mine.slurm_id,
                                               mine.size, target)
+        shrink = target < mine.size
+        if shrink:
+            faults.reached("shrink.before")
+        steps: list[int | None] = []
+        self.resizer.on_step = lambda step, helper: steps.append(
+            self._expand_step(mine, step, helper))
         try:
             result = self.resizer.resize(mine.slurm_id, target)
         except (ResizeError, ExternalError) as exc:
             result = ResizeResult(mine.slurm_id, mine.size, target, mine.size, Outcome.REFUSED,
                                   str(exc))
+        finally:
+            self.resizer.on_step = None
+        if shrink:
+            faults.reached("shrink.after")
+        for step_token in steps:
+            self._intent_end(step_token, "done", detail=result.outcome.value)
         if self.journal is not None and token is not None:
             self.journal.resize_end(token, result)
         self.resizes.append(result)
@@ -365,6 +516,24 @@ class SlurmCluster:
                                       result.after))
             mine.size = result.after
         return result
+
+
+    def _expand_step(self, mine: _Mine, step: str, helper: int) -> int | None:
+        """Journal a step of an expansion (the helper granted, its hand-over begun)."""
+        if step == "helper":
+            token = self._intent("helper", mine.spec.id, mine.slurm_id or 0, helper)
+            faults.reached("helper.granted")
+            return token
+        if step == "handover":
+            token = self._intent("handover", mine.spec.id, mine.slurm_id or 0, helper)
+            faults.reached("handover.before")
+            return token
+        faults.reached("handover.given" if step == "given" else "handover.after")
+        return None
+
+
+_NOT_ITS_FAULT = frozenset({"NODE_FAIL", "BOOT_FAIL"})
+"""Slurm end states that say nothing about the job itself: it may run again."""
 
 
 def _ran(job: SlurmJob) -> bool:

@@ -98,6 +98,16 @@ class SlurmCtl:
                 "--jobs=" + ",".join(str(j) for j in job_ids)]
         return parse_sacct(self._run(argv).stdout)
 
+    def accounting_named(self, names: Sequence[str], since: str = "now-7days"
+                         ) -> list[SlurmJob]:
+        """Allocations (any state) whose job name is one of ``names``, from ``sacct``."""
+        if not names:
+            return []
+        argv = ["env", "SLURM_TIME_FORMAT=%s", "sacct", "-X", "--parsable2", "--allusers",
+                "--format=JobID,JobName,State,NNodes,Start,End", f"--starttime={since}",
+                "--name=" + ",".join(names)]
+        return parse_sacct(self._run(argv).stdout)
+
     def admin_level(self, user: str) -> str:
         """``user``'s Slurm admin level (None, Operator, Administrator) from sacctmgr."""
         argv = ["sacctmgr", "--noheader", "--parsable2", "show", "user", user,

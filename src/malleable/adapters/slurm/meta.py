@@ -50,7 +50,8 @@ def decode(comment: str) -> Tag | None:
                helper if isinstance(helper, int) and not isinstance(helper, bool) else None)
 
 
-def job_name(job_id: str) -> str:
-    """A readable Slurm job name for a managed job (squeue's NAME column)."""
+def job_name(job_id: str, run: str = "") -> str:
+    """A readable Slurm job name for a managed job (squeue's NAME column): ``m.RUN.JOB``,
+    so that ``sacct --name`` finds a run's copies of a job (and no other run's)."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in job_id)
-    return f"m.{safe}"[:64]
+    return (f"m.{run}.{safe}" if run else f"m.{safe}")[:64]

@@ -71,7 +71,7 @@ class Payload:
     def script(self, spec: JobSpec) -> str:
         """The batch script for ``spec``."""
         times = json.dumps({str(n): round(t, 6) for n, t in self.times(spec).items()})
-        return _TEMPLATE.format(job_id=spec.id.replace('"', "'"), times=times, tick=self.tick)
+        return _TEMPLATE.format(job_id=work.docstring_id(spec.id), times=times, tick=self.tick)
 
     def time_limit_minutes(self, spec: JobSpec) -> int:
         """A generous Slurm time limit: three times the run at the minimum size, >= 5 min."""

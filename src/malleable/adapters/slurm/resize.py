@@ -84,6 +84,11 @@ class Resizer:
     settle: float = 2.0
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
+    on_step: Callable[[str, int], None] | None = None
+    """Told each step of an expansion with the helper's id: ``helper`` (granted),
+    ``handover`` (its nodes about to be given to the job), ``given`` (given, not yet taken
+    up by the job: ``NumNodes=ALL``), ``handed`` (taken up); the
+    manager journals them, so a restart can finish or roll back the expansion."""
     _last_shrink: dict[int, float] = field(default_factory=dict)
     _levels: dict[str, str] = field(default_factory=dict)
 
@@ -157,15 +162,22 @@ class Resizer:
             if helper.job_id is not None:
                 self.ctl.cancel(helper.job_id)
             return self._confirm(job, target, began, helper.message or "helper not granted")
+        self._step("helper", helper.job_id)
         if not self._still_running(job_id):
             self.ctl.cancel(helper.job_id)
             return self._confirm(job, target, began, "the job ended during the expansion",
                                  helper.job_id)
+        self._step("handover", helper.job_id)
         reason = self._merge(job_id, helper.job_id)
+        self._step("handed", helper.job_id)
         result = self._confirm(job, target, began, reason, helper.job_id)
         self._helper_gone(helper.job_id)
         logger.info("%s", result.describe())
         return result
+
+    def _step(self, step: str, helper: int) -> None:
+        if self.on_step is not None:
+            self.on_step(step, helper)
 
     def _still_running(self, job_id: int) -> bool:
         """Read the job again before the hand-over: handing a helper's nodes to a job that
@@ -180,6 +192,7 @@ class Resizer:
         if give.rc != 0:
             problems.append(f"giving helper {helper}'s nodes: {_reason(give.stderr, give.stdout)}")
         self.ctl.cancel(helper)
+        self._step("given", helper)
         take = self.ctl.update_nodes(job_id, "ALL")
         if take.rc != 0:
             problems.append(f"taking the nodes up: {_reason(take.stderr, take.stdout)}")

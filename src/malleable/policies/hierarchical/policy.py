@@ -85,6 +85,31 @@ class HierarchicalPolicy:
     def from_options(cls, options: Mapping[str, Any]) -> HierarchicalPolicy:
         return cls(TreeConfig.from_mapping(options))
 
+    # ---------------------------------------------------------------- durable state
+
+    def export_state(self) -> dict[str, object]:
+        """The policy's memory (quantum, desire estimates, allocations, starts planned),
+        as JSON-able data the manager journals so that a restart does not forget it."""
+        return {"quantum": self._quantum,
+                "desires": dict(self._desires),
+                "alloc": [[level, [[list(path), value] for path, value in paths.items()]]
+                          for level, paths in self._alloc.items()],
+                "starting": {job: [site, size] for job, (site, size) in self._starting.items()}}
+
+    def import_state(self, state: Mapping[str, Any]) -> None:
+        """Take up :meth:`export_state`'s output (ValueError if it is malformed)."""
+        try:
+            quantum = state.get("quantum")
+            self._quantum = None if quantum is None else int(quantum)
+            self._desires = {str(k): float(v) for k, v in state.get("desires", {}).items()}
+            self._alloc = {int(level): {tuple(str(p) for p in path): float(value)
+                                        for path, value in paths}
+                           for level, paths in state.get("alloc", [])}
+            self._starting = {str(job): (str(site), int(size))
+                              for job, (site, size) in state.get("starting", {}).items()}
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"AC-DS state cannot be taken up: {exc}") from None
+
     def decide(self, view: View, now: float) -> Steps:
         index = math.floor(now / self.config.quantum + 1e-9)
         if self._quantum is not None and index <= self._quantum:
