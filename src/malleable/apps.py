@@ -62,6 +62,47 @@ def gadget2_time(n: int) -> float:
     return 240.0 + 720.0 / n
 
 
+@dataclass(frozen=True)
+class UShaped:
+    """``T(n) = a + b/n + c*n``: a speedup curve whose minimum lies at ``optimum``.
+
+    Fitted through two end points, ``T(low) = t_low`` and ``T(high) = t_high``, with
+    ``T'(optimum) = 0`` (so ``b = c * optimum**2``). KOALA's Fig. 6 gives the end points
+    of FT and GADGET-2; the size of the optimum is not in the paper, so it is a model
+    option (:class:`malleable.sim.model_options.ModelOptions`), not a claim. The
+    minimum lies strictly inside (low, high) only when ``optimum**2 > low * high``.
+    """
+
+    low: int
+    t_low: float
+    high: int
+    t_high: float
+    optimum: int
+
+    def __post_init__(self) -> None:
+        if not self.low < self.optimum < self.high:
+            raise ValueError(f"the optimum size {self.optimum} must lie strictly between "
+                             f"{self.low} and {self.high}")
+        if self.optimum ** 2 <= self.low * self.high:
+            raise ValueError(f"optimum {self.optimum} is too small: a + b/n + c*n through "
+                             f"T({self.low}) > T({self.high}) has its minimum above "
+                             f"sqrt({self.low}*{self.high}) = "
+                             f"{(self.low * self.high) ** 0.5:.1f}")
+
+    @property
+    def coefficients(self) -> tuple[float, float, float]:
+        """``(a, b, c)``."""
+        lo, hi, opt = self.low, self.high, self.optimum
+        c = (self.t_low - self.t_high) / ((hi - lo) * (opt * opt / (lo * hi) - 1.0))
+        b = c * opt * opt
+        a = self.t_low - b / lo - c * lo
+        return a, b, c
+
+    def __call__(self, n: int) -> float:
+        a, b, c = self.coefficients
+        return a + b / n + c * n
+
+
 def relative_time(table: Sequence[tuple[int, float]], n: int) -> float:
     """A table's relative time at ``n``: log-linear between points, flat above the
     last, ``1/n`` below the first."""

@@ -32,7 +32,7 @@ from malleable.config import ClustersConfig, SiteConfig, load_config
 from malleable.errors import ExternalError, InputError
 from malleable.manager import Manager
 from malleable.metrics.records import JobRecord
-from malleable.metrics.summary import jsonable, output_dir, summarize, write_records
+from malleable.metrics.summary import jsonable, mechanism, output_dir, summarize, write_records
 from malleable.model import DAS3, Cluster, JobSpec, Operation
 from malleable.policies.registry import PolicySpec, factory
 from malleable.realtime import RealtimeDriver
@@ -118,11 +118,18 @@ def clusters_of(config: ClustersConfig) -> list[Cluster]:
 
 def run_simulation(jobs: Sequence[JobSpec], clusters: Sequence[Cluster], policy: PolicySpec,
                    config: SimConfig) -> tuple[SimResult, dict[str, Any]]:
-    """Simulate ``jobs`` under ``policy``; the result and its summary (with the policy)."""
-    result = simulate(jobs, clusters, policy.build(), config)
+    """Simulate ``jobs`` under ``policy``; the result and its summary (with the policy, the
+    mechanism counts of :func:`~malleable.metrics.summary.mechanism` and the model
+    options other than the defaults)."""
+    built = policy.build()
+    result = simulate(jobs, clusters, built, config)
     summary = summarize(result.records, result.operations, result.makespan, result.utilization)
+    counts = getattr(built, "counts", None)
+    summary.update(mechanism(result.records, dict(counts) if isinstance(counts, dict) else None))
     summary.update(approach=approach_of(policy), policy=policy.name)
     summary.update(policy_options(policy.options))
+    if config.model is not None and config.model.active:
+        summary["model_options"] = config.model.changed()
     return result, summary
 
 

@@ -40,11 +40,18 @@ def register(sub: Any) -> None:
                    help="seconds before shrunk nodes are released (default 0)")
     p.add_argument("--background", type=float, default=0.0, metavar="S",
                    help="mean inter-arrival of local users' jobs per cluster, 0 for none")
+    p.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
+                   dest="model_options",
+                   help="a mechanism of the KOALA paper the plain model leaves out (repeatable; "
+                        "info_period, grow_latency, grow_hold, adapt_period, ft_optimum, "
+                        "gadget2_optimum; see docs/simulate.md)")
     p.set_defaults(func=run)
 
 
 def _config(args: argparse.Namespace) -> SimConfig:
+    from malleable.policies.registry import parse_options
     from malleable.sim.background import BackgroundSpec
+    from malleable.sim.model_options import model_options
     from malleable.sim.run import SimConfig
 
     for flag in ("reconfig_cost", "release_delay", "background"):
@@ -52,8 +59,13 @@ def _config(args: argparse.Namespace) -> SimConfig:
         if value < 0 or not math.isfinite(value):
             raise InputError(f"--{flag.replace('_', '-')} must be a non-negative number")
     background = BackgroundSpec(interarrival=args.background) if args.background > 0 else None
+    try:
+        options = parse_options(args.model_options)
+    except InputError as exc:
+        raise InputError(str(exc).replace("--policy-option", "--model-option")) from None
+    model = model_options(options) if options else None
     return SimConfig(reconfig_cost=args.reconfig_cost, release_delay=args.release_delay,
-                     background=background, seed=args.seed, timeline=False)
+                     background=background, seed=args.seed, timeline=False, model=model)
 
 
 def run(args: argparse.Namespace) -> int:

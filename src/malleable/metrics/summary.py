@@ -96,6 +96,34 @@ def summarize(records: Sequence[JobRecord], operations: Sequence[Operation],
     }
 
 
+def mechanism(records: Sequence[JobRecord], counts: dict[str, int] | None = None
+              ) -> dict[str, Any]:
+    """What a reader needs to see the malleability mechanism at work: ``never_grew`` (per
+    application, malleable jobs whose size never went above their initial size),
+    ``median_execution_s`` (per application, over the jobs that ended) and, for a policy
+    that keeps them (KOALA's), ``grow_decisions`` and ``grow_decisions_multi`` (those with
+    more than one job that would take some of the free nodes)."""
+    done = [r for r in records if r.end is not None and r.start is not None]
+    apps = sorted({r.spec.app for r in records})
+    out: dict[str, Any] = {
+        "never_grew": {a: sum(1 for r in done if r.spec.app == a and r.spec.malleable
+                              and r.max_size <= r.spec.initial_size) for a in apps},
+        "median_execution_s": {a: _median([r.execution for r in done if r.spec.app == a])
+                               for a in apps},
+    }
+    if counts is not None:
+        out.update(counts)
+    return out
+
+
+def _median(values: list[float]) -> float:
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
 def utilization_series(timelines: dict[str, list[tuple[float, int]]],
                        total_nodes: int) -> list[tuple[float, float]]:
     """Merge per-cluster busy-node step functions into platform utilization over time."""

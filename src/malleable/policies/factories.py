@@ -2,6 +2,8 @@
 
 KOALA's job-management approach (``pra``, ``pwa`` or ``none``) is an option of its
 three malleability policies; ``--approach`` on the command line is its shorthand.
+``grow_threshold`` (a fraction of the platform's nodes, 1.0: none) is KOALA's growth-only
+threshold (see :mod:`malleable.policies.koala`).
 """
 
 from __future__ import annotations
@@ -10,19 +12,19 @@ from malleable.policies.fcfs import FCFS
 from malleable.policies.koala import KoalaPolicy
 
 
-def fpsma(approach: str = "pra") -> KoalaPolicy:
+def fpsma(approach: str = "pra", grow_threshold: float = 1.0) -> KoalaPolicy:
     """KOALA FPSMA: grow the oldest malleable jobs first, shrink the youngest (Fig. 4)."""
-    return KoalaPolicy.named(approach, "fpsma")
+    return KoalaPolicy.named(approach, "fpsma", grow_threshold)
 
 
-def egs(approach: str = "pra") -> KoalaPolicy:
+def egs(approach: str = "pra", grow_threshold: float = 1.0) -> KoalaPolicy:
     """KOALA EGS: equal grow and shrink shares, bonus to the oldest, malus to the youngest."""
-    return KoalaPolicy.named(approach, "egs")
+    return KoalaPolicy.named(approach, "egs", grow_threshold)
 
 
-def equipartition(approach: str = "pra") -> KoalaPolicy:
+def equipartition(approach: str = "pra", grow_threshold: float = 1.0) -> KoalaPolicy:
     """Equipartition: level the malleable jobs of a cluster to equal sizes."""
-    return KoalaPolicy.named(approach, "equipartition")
+    return KoalaPolicy.named(approach, "equipartition", grow_threshold)
 
 
 def fcfs() -> FCFS:

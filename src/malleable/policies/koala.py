@@ -24,6 +24,13 @@ How we read the paper where it leaves room:
   If no cluster can make room, or the queue is empty, available nodes grow the
   running jobs, as in PRA. Nodes being released are waited for, not reused.
 * **none.** Placement only; malleable jobs keep their initial size.
+* **Growth threshold** (option ``grow_threshold``, off at 1.0): "a threshold is set
+  over which KOALA never expands the total set of the jobs it manages". Grows stop
+  once the managed jobs hold that fraction of the platform's nodes; placements do not
+  count against it (the placement reserve is the clusters' ``reserve``).
+* **Counts.** ``counts`` tallies, over the policy's life, the grow decisions (a
+  cluster with free nodes and at least one job that would take some) and those with
+  more than one such candidate: the only ones where FPSMA and EGS can differ.
 """
 
 from __future__ import annotations
@@ -58,6 +65,9 @@ from malleable.policies.malleability import (
     Negotiation,
 )
 
+#: The keys of :attr:`KoalaPolicy.counts`.
+COUNTS = ("grow_decisions", "grow_decisions_multi")
+
 
 class Approach(enum.Enum):
     """When the malleability policy is initiated (KOALA section V-B)."""
@@ -87,13 +97,20 @@ class KoalaPolicy:
 
     approach: Approach = Approach.PRA
     malleability: MalleabilityPolicy = field(default_factory=FPSMA)
+    grow_threshold: float = 1.0
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTS, 0),
+                                   compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.grow_threshold <= 1.0:
+            raise ValueError(f"grow_threshold must be in (0, 1], not {self.grow_threshold}")
 
     @property
     def name(self) -> str:
         return f"koala-{self.approach.value}-{self.malleability.name}"
 
     @classmethod
-    def named(cls, approach: str, policy: str) -> KoalaPolicy:
+    def named(cls, approach: str, policy: str, grow_threshold: float = 1.0) -> KoalaPolicy:
         """Build from names (``pra``/``pwa``/``none``, ``fpsma``/``egs``/``equipartition``)."""
         try:
             appr = Approach(approach)
@@ -103,12 +120,16 @@ class KoalaPolicy:
         if policy not in MALLEABILITY_POLICIES:
             valid = ", ".join(MALLEABILITY_POLICIES)
             raise ValueError(f"unknown malleability policy {policy!r}; valid: {valid}")
-        return cls(appr, MALLEABILITY_POLICIES[policy]())
+        return cls(appr, MALLEABILITY_POLICIES[policy](), grow_threshold)
 
     # ------------------------------------------------------------------ decide
 
     def decide(self, view: View, now: float) -> Steps:
         cycle = _Cycle({name: c.available for name, c in view.clusters.items()})
+        if self.grow_threshold < 1.0:
+            cycle.limit = self._grow_limit(view)
+            cycle.managed = sum(j.size + j.growing - j.releasing for c in view.clusters.values()
+                                for j in c.running.values() if j.managed)
         largest = largest_offer(view)
         if self.approach is Approach.PRA:
             yield from self._grow_all(view.clusters, cycle)
@@ -135,6 +156,7 @@ class KoalaPolicy:
             granted = answered((yield Place(spec.id, cluster, size))) if size else 0
             if granted:
                 cycle.avail[cluster] -= granted
+                cycle.managed += granted
                 continue
             yield Defer(spec.id)
             if first_blocked is None:
@@ -153,14 +175,28 @@ class KoalaPolicy:
                 best, most = name, cycle.avail[name]
         return best
 
+    def _grow_limit(self, view: View) -> int:
+        """The managed jobs' total size over which nothing grows; counts what they hold."""
+        total = sum(c.nodes for c in view.clusters.values())
+        return int(self.grow_threshold * total)
+
     def _grow_all(self, clusters: Mapping[str, ClusterView], cycle: _Cycle) -> Steps:
         for name, cluster in clusters.items():
-            if cycle.avail[name] <= 0:
+            value = cycle.grow_budget(name)
+            if value <= 0:
                 continue
             jobs = [j for j in cluster.malleable_jobs() if cycle.size(j) < j.spec.max_size]
             if jobs:
-                accepted = yield from cycle.relay(self.malleability.grow(jobs, cycle.avail[name]))
+                self._count(jobs, cycle, value)
+                accepted = yield from cycle.relay(self.malleability.grow(jobs, value))
                 cycle.avail[name] -= accepted
+
+    def _count(self, jobs: list[RunningJob], cycle: _Cycle, value: int) -> None:
+        candidates = sum(1 for j in jobs if j.spec.accepts(cycle.size(j), value) > 0)
+        if candidates:
+            self.counts["grow_decisions"] += 1
+        if candidates > 1:
+            self.counts["grow_decisions_multi"] += 1
 
     def _make_room(self, clusters: Mapping[str, ClusterView], cycle: _Cycle,
                    spec: JobSpec) -> Negotiating[bool]:
@@ -190,9 +226,17 @@ class _Cycle:
 
     avail: dict[str, int]
     delta: dict[str, int] = field(default_factory=dict)
+    limit: int | None = None  # the growth threshold in nodes (None: no threshold)
+    managed: int = 0  # nodes the managed jobs hold (kept only under a threshold)
 
     def size(self, job: RunningJob) -> int:
-        return job.size + self.delta.get(job.id, 0)
+        return job.size + job.growing + self.delta.get(job.id, 0)
+
+    def grow_budget(self, cluster: str) -> int:
+        """What may be offered on ``cluster``: its free nodes, capped by the threshold."""
+        if self.limit is None:
+            return self.avail[cluster]
+        return min(self.avail[cluster], self.limit - self.managed)
 
     def relay(self, negotiation: Negotiation) -> Negotiating[int]:
         """Pass a malleability policy's offers on, noting the answers."""
@@ -201,6 +245,7 @@ class _Cycle:
     def _note(self, action: Grow | Shrink, nodes: int) -> None:
         change = nodes if isinstance(action, Grow) else -nodes
         self.delta[action.job_id] = self.delta.get(action.job_id, 0) + change
+        self.managed += change
 
     def can_still_grow(self, cluster: ClusterView) -> bool:
         """Would a running malleable job here take some of the nodes still available?"""

@@ -21,6 +21,7 @@ from malleable.policies.base import Policy
 from malleable.sim.background import BackgroundLoad, BackgroundSpec
 from malleable.sim.cluster import SimCluster
 from malleable.sim.engine import ARRIVAL, TIMER, Engine
+from malleable.sim.model_options import ModelOptions, build_clusters
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class SimConfig:
     background: BackgroundSpec | None = None
     seed: int = 0
     timeline: bool = True
+    model: ModelOptions | None = None
+    """Optional mechanisms of the KOALA paper (:mod:`malleable.sim.model_options`)."""
 
 
 @dataclass
@@ -83,10 +86,9 @@ def simulate(jobs: Sequence[JobSpec], clusters: Sequence[Cluster], policy: Polic
     check_jobs(jobs, catalog)
     ordered = sorted(jobs, key=lambda j: j.submit_time)
     engine = Engine(0.0)
-    sims = {c.name: SimCluster(c.name, c.nodes, engine, c.reserve, c.speed,
-                               config.reconfig_cost, config.release_delay,
-                               timeline=[] if config.timeline else None, catalog=catalog)
-            for c in clusters}
+    if config.model is not None and config.model.active:
+        catalog = config.model.catalog(catalog)
+    sims = _clusters(clusters, engine, config, catalog)
     manager = Manager(policy, sims, max_tries=config.max_tries)
     background = (BackgroundLoad(config.background, list(sims.values()), config.seed)
                   if config.background else None)
@@ -116,6 +118,20 @@ def simulate(jobs: Sequence[JobSpec], clusters: Sequence[Cluster], policy: Polic
     timelines = {n: s.timeline for n, s in sims.items() if s.timeline is not None}
     return SimResult(list(manager.records.values()), manager.operations, tuple(clusters),
                      start, end, area, timelines)
+
+
+def _clusters(clusters: Sequence[Cluster], engine: Engine, config: SimConfig,
+              catalog: AppCatalog) -> dict[str, SimCluster]:
+    """The simulated clusters: plain ones, or ones that model ``config.model``'s options."""
+    if config.model is not None and config.model.needs_cluster:
+        return build_clusters({c.name: (c.nodes, c.reserve, c.speed) for c in clusters},
+                              config.model, engine=engine, reconfig_cost=config.reconfig_cost,
+                              release_delay=config.release_delay,
+                              timeline=[] if config.timeline else None, catalog=catalog)
+    return {c.name: SimCluster(c.name, c.nodes, engine, c.reserve, c.speed,
+                               config.reconfig_cost, config.release_delay,
+                               timeline=[] if config.timeline else None, catalog=catalog)
+            for c in clusters}
 
 
 @contextmanager

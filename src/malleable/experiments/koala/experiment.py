@@ -22,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from malleable.errors import InputError
 from malleable.experiments.koala import stats as st
+from malleable.experiments.koala import sweep
 from malleable.experiments.koala.findings import FINDINGS, evaluate
 from malleable.experiments.koala.plots import draw_figure
 from malleable.experiments.koala.report import write_report
@@ -34,6 +35,7 @@ from malleable.experiments.koala.runs import (
     plan,
     run_all,
 )
+from malleable.experiments.koala.sweep import SWEEP
 
 logger = logging.getLogger(__name__)
 
@@ -46,13 +48,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=int, default=4, metavar="N",
                         help="run every curve once with each seed 1..N; a seed draws the "
                              "workload (default 4, as the paper's 4 runs)")
-    parser.add_argument("--no-sensitivity", dest="sensitivity", action="store_false",
-                        help="only the paper's setting (skip the sensitivity runs)")
+    parser.add_argument("--paper-only", "--no-sensitivity", dest="variants",
+                        action="store_false",
+                        help="only the paper's setting: skip the one-change variants "
+                             "(local-25, local-50, reconfig-30, release-30); "
+                             "--no-sensitivity is its older name")
+    parser.add_argument("--sensitivity", action="store_true",
+                        help="also sweep the paper's mechanisms (model options and the growth "
+                             "threshold, alone and combined, levels labelled tuning) and write "
+                             "sensitivity.md and sensitivity.png: under which conditions each "
+                             "finding holds")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="simulate on N worker processes (default 1)")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         raise InputError(f"--seeds must be at least 1, not {args.seeds}")
+    if args.workers < 1:
+        raise InputError(f"--workers {args.workers}: give at least 1")
     out: Path = args.out
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -60,10 +74,14 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"cannot create the output directory: {exc.strerror}",
                          source=str(out)) from None
     seeds = tuple(range(1, args.seeds + 1))
-    variants = VARIANTS if args.sensitivity else (PAPER,)
-    results = _run_and_draw(plan(seeds, variants), seeds, [v.name for v in variants], out,
-                            quiet=args.json)
+    variants = VARIANTS if args.variants else (PAPER,)
+    swept = SWEEP if args.sensitivity else ()
+    results = _run_and_draw(plan(seeds, variants) + plan(seeds, swept), seeds,
+                            [v.name for v in variants], out, quiet=args.json,
+                            workers=args.workers)
     summary = key_numbers(results, out)
+    if swept:
+        summary["sensitivity"] = sweep.write(results, out)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     if args.json:
         print(json.dumps(summary))
@@ -78,7 +96,7 @@ def drawing_steps(variants: list[str]) -> list[tuple[str, str]]:
 
 
 def _run_and_draw(tasks: list[Task], seeds: tuple[int, ...], variants: list[str], out: Path,
-                  quiet: bool) -> Results:
+                  quiet: bool, workers: int = 1) -> Results:
     """Simulate, then draw the figures and write the report, under one progress bar: each
     simulation, each figure and the report is a step, so the bar reaches its end only when
     every file is written."""
@@ -94,7 +112,7 @@ def _run_and_draw(tasks: list[Task], seeds: tuple[int, ...], variants: list[str]
             progress.update(bar, advance=1,
                             description=f"{variant.name} {combo.key} seed {seed}")
 
-        results = run_all(tasks, seeds, advance)
+        results = run_all(tasks, seeds, advance, workers)
         for figure, variant in drawings:
             progress.update(bar, description=f"drawing Fig. {figure} ({variant})")
             draw_figure(results, figure, out, variant)

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
 
 from malleable.metrics.records import JobRecord
 from malleable.metrics.summary import summarize, utilization_series
-from malleable.model import DAS3, JobKind
+from malleable.model import DAS3, JobKind, JobSpec
 from malleable.policies.koala import KoalaPolicy
 from malleable.sim.background import BackgroundSpec
+from malleable.sim.model_options import ModelOptions
 from malleable.sim.run import SimConfig, SimResult, simulate
 from malleable.workloads.koala import koala_workload
 
@@ -64,10 +66,22 @@ class Variant:
     reconfig_cost: float = 0.0
     release_delay: float = 0.0
     background: BackgroundSpec | None = None
+    model: ModelOptions | None = None
+    grow_threshold: float = 1.0
+    rate: float = 1.0  # arrival rate, as a multiple of the paper's
+    tuning: bool = False  # levels chosen by us, not the paper's
 
     def config(self, seed: int, timeline: bool = True) -> SimConfig:
         return SimConfig(reconfig_cost=self.reconfig_cost, release_delay=self.release_delay,
-                         background=self.background, seed=seed, timeline=timeline)
+                         background=self.background, seed=seed, timeline=timeline,
+                         model=self.model)
+
+    def workload(self, name: str, seed: int) -> list[JobSpec]:
+        """The workload, its arrivals ``rate`` times as frequent as the paper's."""
+        jobs = koala_workload(name, seed)
+        if self.rate == 1.0:
+            return jobs
+        return [replace(j, submit_time=j.submit_time / self.rate) for j in jobs]
 
 
 PAPER = Variant("paper", "the paper's setting: no local users, instant resizes")
@@ -117,6 +131,7 @@ class Run:
     shrinks: list[float] = field(default_factory=list)
     utilization: list[tuple[float, float]] = field(default_factory=list)
     last_submit: float = 0.0
+    decisions: dict[str, int] = field(default_factory=dict)  # KoalaPolicy.counts
 
     def malleable(self) -> list[JobRow]:
         return [j for j in self.jobs if j.malleable]
@@ -124,15 +139,15 @@ class Run:
 
 def run_one(combo: Combo, variant: Variant, seed: int) -> Run:
     """Simulate one combo under one variant with one seed."""
-    jobs = koala_workload(combo.workload, seed)
-    policy = KoalaPolicy.named(combo.approach, combo.policy)
+    jobs = variant.workload(combo.workload, seed)
+    policy = KoalaPolicy.named(combo.approach, combo.policy, variant.grow_threshold)
     result = simulate(jobs, DAS3, policy, variant.config(seed))
     summary = summarize(result.records, result.operations, result.makespan, result.utilization)
     return Run(combo, variant.name, seed, _rows(result), summary,
                [op.time for op in result.operations if op.kind == "grow"],
                [op.time for op in result.operations if op.kind == "shrink"],
                utilization_series(result.timelines, sum(c.nodes for c in DAS3)),
-               max(j.submit_time for j in jobs))
+               max(j.submit_time for j in jobs), dict(policy.counts))
 
 
 def _rows(result: SimResult) -> list[JobRow]:
@@ -192,11 +207,20 @@ class Results:
 
 
 def run_all(tasks: Sequence[Task], seeds: Sequence[int],
-            advance: Callable[[Task], None] | None = None) -> Results:
-    """Run every task (one core, in order), calling ``advance`` after each."""
+            advance: Callable[[Task], None] | None = None, workers: int = 1) -> Results:
+    """Run every task, on ``workers`` processes (one: in this process), calling ``advance``
+    after each; results are added in the order of ``tasks`` whatever the workers."""
     results = Results(tuple(seeds))
-    for task in tasks:
-        results.add(run_one(*task))
-        if advance is not None:
-            advance(task)
+    if workers <= 1:
+        for task in tasks:
+            results.add(run_one(*task))
+            if advance is not None:
+                advance(task)
+        return results
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures: list[Future[Run]] = [pool.submit(run_one, *task) for task in tasks]
+        for task, future in zip(tasks, futures, strict=True):
+            results.add(future.result())
+            if advance is not None:
+                advance(task)
     return results
