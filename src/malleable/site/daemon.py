@@ -249,7 +249,8 @@ class SiteService:
         self.reload_requested = False
         try:
             new = load_service_config(self.config.source)
-            policy = (new.clusters.policy or _default_policy()).build(new.source)
+            spec = new.clusters.policy or _default_policy()
+            policy = spec.build(new.source)
         except MalleableError as exc:
             logger.error("event=reload_failed reason=%r (the running config is kept)", str(exc))
             return False
@@ -260,7 +261,7 @@ class SiteService:
         if driver is not None:
             driver.poll_interval = new.poll
         self.config = new
-        logger.info("event=reloaded policy=%s poll=%s sites=%s", policy.name, new.poll,
+        logger.info("event=reloaded policy=%s poll=%s sites=%s", spec.name, new.poll,
                     ",".join(self.adapters))
         return True
 
