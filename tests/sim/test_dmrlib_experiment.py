@@ -68,3 +68,12 @@ def test_bad_input_is_one_line_and_exit_code_2(
     assert main(["experiment", "dmrlib", "--out", str(tmp_path), *args]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_the_pooled_reading_is_recorded_in_the_options_and_the_report(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["experiment", "dmrlib", "--out", str(tmp_path), "--quick", "--pooled",
+                 "--json"]) == 0
+    numbers = json.loads(capsys.readouterr().out)
+    assert numbers["options"]["reading"] == "pooled"
+    assert "Algorithm 2's pooled reading" in (tmp_path / "report.md").read_text()

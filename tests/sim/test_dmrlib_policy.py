@@ -121,3 +121,41 @@ def test_the_simulator_reports_when_a_job_last_changed_size() -> None:
 
 def test_registry() -> None:
     assert easy_dmr().name == "easy-dmr" and make("easy-dmr").name == "easy-dmr"
+
+
+def _pool_scenario(pooled: bool) -> dict[str, tuple[float | None, int]]:
+    from malleable.model import Cluster
+    from malleable.sim.run import SimConfig, simulate
+
+    def mall(job_id: str) -> JobSpec:
+        return JobSpec(job_id, JobKind.MALLEABLE, 2, 8, 8, 0.0, app="fixed", runtime=1000.0,
+                       preferred_size=4)
+
+    jobs = [mall("a"), mall("b"),
+            JobSpec("w", JobKind.RIGID, 8, 8, 8, 10.0, app="fixed", runtime=100.0)]
+    result = simulate(jobs, (Cluster("c", 16),), EasyDmrPolicy(pooled=pooled),
+                      SimConfig(timeline=False))
+    return {r.spec.id: (r.start, r.max_size) for r in result.records}
+
+
+def test_the_literal_rule_shrinks_only_when_one_shrink_is_enough() -> None:
+    # a and b hold 8 each of 16; w needs 8. One shrink to the preferred 4 frees 4 < 8:
+    # the literal Algorithm 2 shrinks nobody, and w waits for a and b to end at 1000.
+    assert _pool_scenario(pooled=False)["w"] == (1000.0, 8)
+
+
+def test_the_pooled_reading_adds_several_shrinks_up() -> None:
+    # pooled: a and b each shrink 8 -> 4 (their preferred size); 4 + 4 = 8 lets w start at 10
+    assert _pool_scenario(pooled=True)["w"] == (10.0, 8)
+
+
+def test_pooled_shrinks_nobody_when_all_shrinks_together_are_not_enough() -> None:
+    from malleable.model import View
+    from tests.fakes.builders import by_spec, cluster, drive
+
+    a = JobSpec("a", JobKind.MALLEABLE, 2, 8, 8, app="fixed", runtime=1000.0, preferred_size=4)
+    w14 = JobSpec("w", JobKind.RIGID, 14, 14, 14, app="fixed", runtime=100.0)
+    view = View(10.0, {"c": cluster("c", 16, [running(a, 8, 0.0)], idle=8)}, [WaitingJob(w14)])
+    log = drive(EasyDmrPolicy(pooled=True).decide(view, 10.0), by_spec({"a": a, "w": w14},
+                                                                         {"a": 8}))
+    assert not any(type(action).__name__ == "Shrink" for action, _ in log)  # 8 + 4 < 14

@@ -225,6 +225,6 @@ def test_policies_list_json(capsys: pytest.CaptureFixture[str]) -> None:
     listed = {p["name"]: p for p in json.loads(capsys.readouterr().out)}
     assert set(ALL) <= set(listed)
     assert listed["fpsma"]["options"] == {"approach": "pra", "grow_threshold": 1.0}
-    assert listed["easy-dmr"]["options"] == {"multiples": True}
+    assert listed["easy-dmr"]["options"] == {"multiples": True, "pooled": False}
     assert listed["acds"]["options"] is None
     assert listed["fcfs"]["description"].startswith("Strict FCFS")

@@ -26,6 +26,16 @@ the upper limit allow, and a shrink to the largest divisor of the current size t
 still lets the waiting job start and is not below the preferred size. When no
 divisor works, the job is treated as Algorithm 2's line 9 says (expand if free).
 ``multiples=False`` uses :func:`dmr_resize`'s any-to-any sizes.
+
+**Two readings of the shrink rule.** Algorithm 2, read literally (the default), shrinks
+a job only if *its own* shrink plus the free nodes lets a waiting job start: with
+waiting jobs of 32 nodes a packed cluster rarely has the rest free, so malleable jobs
+run near their maximum like fixed ones. ``pooled=True`` is the other reading: after the
+literal pass, while a job waits, the running jobs at a reconfiguration point that are
+above their preferred size shrink toward it (with ``multiples``: to the smallest divisor
+of their size at or above it), oldest first, until their shrinks *added up* with the
+free nodes let the first waiting job start; nothing shrinks when all of them together
+would not be enough. The job then starts at once, as in the literal reading.
 """
 
 from __future__ import annotations
@@ -99,6 +109,7 @@ class EasyDmrPolicy:
 
     interval: Interval = field(default=no_inhibitor)
     multiples: bool = True
+    pooled: bool = False
 
     @property
     def name(self) -> str:
@@ -139,6 +150,45 @@ class EasyDmrPolicy:
                     del left[index]
                     records = candidates(left, plan.capacity[name])
                     sizes = [low for _, low in records]
+        if self.pooled and records:
+            yield from self._pool(due, plan, left, records[0][0], name)
+
+    def _pool(self, due: list[RunningJob], plan: Plan, left: list[WaitingJob], index: int,
+              name: str) -> Steps:
+        """The pooled reading: several shrinks toward the preferred size add up to start
+        ``left[index]`` (the first job the rule looks at); none if they cannot."""
+        spec = left[index].spec
+        low = spec.initial_size if spec.kind is JobKind.MALLEABLE else spec.min_size
+        gap = low - plan.free[name]
+        if gap <= 0:
+            return
+        gives = [(job, job.size - self._pooled_target(job)) for job in due]
+        gives = [(job, give) for job, give in gives if give > 0]
+        if sum(give for _, give in gives) < gap:
+            return
+        for job, give in gives:
+            if plan.free[name] >= low:
+                break
+            released = answered((yield Shrink(job.id, give)))
+            plan.released(name, released)
+        if plan.free[name] >= low and (yield from self._start(spec, plan, name)):
+            del left[index]
+
+    def _pooled_target(self, job: RunningJob) -> int:
+        """The size a job shrinks to in the pooled reading (its size when it cannot)."""
+        limits = limits_of(job)
+        floor = max(limits.preferred, limits.minimum)
+        if job.size <= floor:
+            return job.size
+        if not self.multiples:
+            return floor
+        best = job.size
+        for k in range(2, job.size + 1):
+            target = job.size // k
+            if job.size % k == 0 and target >= floor \
+                    and limits.size_rule.largest_fit(target) == target:
+                best = target
+        return best
 
     def _idle(self, job: RunningJob, free: int, pending: bool) -> bool:
         """True when Algorithm 2 surely answers none (spares evaluating it).
@@ -181,6 +231,6 @@ def candidates(queue: Sequence[WaitingJob], capacity: int) -> list[tuple[int, in
     return kept
 
 
-def easy_dmr(multiples: bool = True) -> EasyDmrPolicy:
+def easy_dmr(multiples: bool = True, pooled: bool = False) -> EasyDmrPolicy:
     """EASY backfilling + DMRlib's Algorithm 2 (no inhibitor; resizes to multiples/divisors)."""
-    return EasyDmrPolicy(multiples=multiples)
+    return EasyDmrPolicy(multiples=multiples, pooled=pooled)

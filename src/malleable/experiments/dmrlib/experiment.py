@@ -70,6 +70,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--any-size", action="store_true",
                         help="let resizes go to any size, not only multiples/divisors of the "
                              "current one")
+    parser.add_argument("--pooled", action="store_true",
+                        help="the pooled reading of Algorithm 2: several jobs' shrinks toward "
+                             "their preferred sizes add up to start a waiting job (default: "
+                             "the literal reading, one job's own shrink)")
     parser.add_argument("--swf", type=Path, metavar="PATH",
                         help="take arrivals and sizes from an SWF trace instead of Feitelson's "
                              "model (see docs/dmrlib.md for the rule)")
@@ -154,6 +158,7 @@ def _sources(args: argparse.Namespace, sizes: tuple[int, ...],
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     return {"interarrival_s": args.interarrival, "factor": args.factor,
             "reconfig_cost_s": args.reconfig_cost, "multiples": not args.any_size,
+            "reading": "pooled" if args.pooled else "literal",
             "swf": str(args.swf) if args.swf else None, "quick": bool(args.quick)}
 
 
@@ -184,7 +189,8 @@ def _execute(study: Study, sources: dict[tuple[int, int], Draw],
             progress.update(task, description=f"{n} jobs · {sub.value} · {mix.name}")
             keep = n == study.table7_jobs and mix in (NONE, ALL) and seed == study.seeds[0]
             outcomes.append(run_one(Setup(n, sub, mix, seed), sources[(n, seed)],
-                                    args.reconfig_cost, keep, not args.any_size))
+                                    args.reconfig_cost, keep, not args.any_size,
+                                    args.pooled))
             progress.advance(task)
         study.outcomes[(n, sub, mix.name)] = average(outcomes)
     progress.update(task, description="simulated")

@@ -65,22 +65,23 @@ class Outcome:
     running: list[tuple[float, int]] = field(default_factory=list)
 
 
-def policy_for(mix: Mix, multiples: bool = True) -> Policy:
-    """EASY alone for non-malleable workloads, EASY + DMR otherwise."""
+def policy_for(mix: Mix, multiples: bool = True, pooled: bool = False) -> Policy:
+    """EASY alone for non-malleable workloads, EASY + DMR otherwise (``pooled``: the pooled
+    reading of Algorithm 2, see :mod:`malleable.policies.dmr_study`)."""
     if mix == NONE:
         return EasyPolicy()
-    return EasyDmrPolicy(interval=interval, multiples=multiples)
+    return EasyDmrPolicy(interval=interval, multiples=multiples, pooled=pooled)
 
 
 def run(setup: Setup, workload: Draw, reconfig_cost: float = 1.0, keep_series: bool = False,
-        multiples: bool = True) -> Outcome:
+        multiples: bool = True, pooled: bool = False) -> Outcome:
     """Simulate one workload and measure it."""
     specs = build(workload, setup.submission, setup.mix)
     config = SimConfig(reconfig_cost=reconfig_cost,
                        poll_interval=None if setup.mix == NONE else POLL,
                        timeline=True)
-    result = simulate(specs, (Cluster("marenostrum", NODES),), policy_for(setup.mix, multiples),
-                      config)
+    policy = policy_for(setup.mix, multiples, pooled)
+    result = simulate(specs, (Cluster("marenostrum", NODES),), policy, config)
     return measure(setup, result, keep_series)
 
 

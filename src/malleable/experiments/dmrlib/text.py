@@ -35,10 +35,18 @@ def _header(study: Study) -> str:
             f"Workloads of {', '.join(map(str, study.sizes))} jobs ({source}); seeds "
             f"{', '.join(map(str, study.seeds))} (results averaged); resize cost "
             f"{o['reconfig_cost_s']:g} s; resizes to "
-            f"{'multiples/divisors of the current size' if o['multiples'] else 'any size'}. "
+            f"{'multiples/divisors of the current size' if o['multiples'] else 'any size'}; "
+            f"{_reading(o.get('reading', 'literal'))}. "
             f"{len(study.outcomes)} simulated workloads in {study.elapsed:.1f} s.\n\n"
             f"## Applications (our curves; Table 5's limits follow from them)\n\n"
             f"{curve_table()}")
+
+
+def _reading(reading: str) -> str:
+    if reading == "pooled":
+        return ("Algorithm 2's pooled reading (shrinks of several jobs toward their preferred "
+                "sizes add up to start a waiting job)")
+    return "Algorithm 2's literal reading (a job's own shrink must let a waiting job start)"
 
 
 def _fmt(value: float) -> str:
