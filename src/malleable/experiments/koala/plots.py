@@ -121,7 +121,7 @@ def draw_panel(ax: Any, panel: str, results: Results, combos: Sequence[Combo],
     else:
         _activity_panel(ax, results, combos, variant)
     n = len(results.seeds)
-    seeds = ("seed 1" if panel in ("e", "f")
+    seeds = (f"seed {results.seeds[0]}" if panel in ("e", "f")
              else f"{n} seed{'s' if n != 1 else ''}{' pooled' if n > 1 else ''}")
     plots.finish(ax, f"({letter}) {title} — {seeds}", xlabel, handlelength=4.0)
 
