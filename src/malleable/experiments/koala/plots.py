@@ -88,7 +88,10 @@ def _utilization_panel(ax: Any, results: Results, combos: Sequence[Combo], varia
         x, y = plots.binned_mean(runs[0].utilization, BIN_S)
         plots.series(ax, x / 3600, y * 100, combo.label, style(combo), step=False)
     ax.set_ylabel("busy nodes (% of 272), 10-min mean")
-    ax.set_ylim(0, 100)
+    # headroom above 100% for the legend, which would otherwise cover curves that fill the
+    # panel
+    ax.set_ylim(0, 140)
+    ax.set_yticks(range(0, 101, 20))
 
 
 def _activity_panel(ax: Any, results: Results, combos: Sequence[Combo], variant: str) -> None:
