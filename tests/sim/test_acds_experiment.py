@@ -54,7 +54,8 @@ def test_the_same_seed_gives_the_same_numbers_in_one_or_two_processes() -> None:
     assert other != first
 
 
-@pytest.mark.parametrize("bad", [["--reps", "0"], ["--jobs", "20-100"], ["--jobs", "50:20:10"],
+@pytest.mark.parametrize("bad", [["--reps", "0"], ["--job-counts", "20-100"],
+                                 ["--job-counts", "50:20:10"], ["--jobs", "50:20:10"],
                                  ["--work-scale", "0"], ["--workers", "0"]])
 def test_bad_options_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                           bad: list[str]) -> None:

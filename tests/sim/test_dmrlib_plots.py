@@ -88,3 +88,25 @@ def test_drawing_reports_each_figure_for_the_progress_bar(tmp_path: Path,
     out = capsys.readouterr().out
     assert "figures and report written" in out
     assert f"{len(plots.FIGURES) + 1}/{len(plots.FIGURES) + 1}" in out
+
+
+def test_fig4_curves_differ_without_colour_and_the_legend_covers_none(figures: Any) -> None:
+    """Fig. 4: each curve has its own (marker, dashes, fill), so grayscale print keeps them
+    apart; speedups on a log axis around 1; the legend outside the axes; a point that
+    cannot be drawn (no wait at all) is named under the plot, not silently left out."""
+    fig = figures["fig4_speedups.png"]
+    ax = fig.axes[0]
+    lines = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+    looks = [(line.get_marker(), line.get_linestyle(), line.get_markerfacecolor() == "none")
+             for line in lines]
+    assert len(lines) == 6 and len(set(looks)) == 6, looks
+    assert ax.get_yscale() == "log"
+    renderer = fig.canvas.get_renderer()
+    legend = ax.get_legend()
+    assert not legend.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer))
+    undrawn = [(line.get_label(), str(size)) for line in lines
+               for size, y in zip(line.get_xdata(), line.get_ydata(), strict=True)
+               if y != y]  # NaN: not drawn
+    note = " ".join(t.get_text() for t in fig.texts)
+    for label, size in undrawn:
+        assert f"{label.split(' submission')[0]}) at {size} jobs" in note, (label, note)

@@ -14,7 +14,7 @@ SMALL = {
     "dmrlib": ["--quick"],
     "coorm": ["--quick"],
     "acds": ["--quick"],
-    "koala": ["--seeds", "1", "--no-sensitivity"],
+    "koala": ["--reps", "1", "--no-sensitivity"],
 }
 LEGACY = {"dmrlib", "coorm"}
 
@@ -48,10 +48,11 @@ def test_dmrlib_sizes_and_its_hidden_older_name_jobs(tmp_path: Path,
 
 
 @pytest.mark.parametrize(("name", "words"), [
-    ("koala", ["--seeds", "each seed 1..N"]),
-    ("dmrlib", ["--seeds", "workloads drawn per size", "--sizes", "in jobs"]),
-    ("acds", ["--jobs", "FIRST to LAST by STEP", "--workers", "(default 1)"]),
-    ("coorm", ["--jobs", "jobs per pack", "--workers", "(default: 2, or 1 with --quick)"]),
+    ("koala", ["--reps", "with seeds --seed..--seed+N-1", "--seed", "the first run's seed"]),
+    ("dmrlib", ["--reps", "workloads drawn per size, with seeds --seed..--seed+N-1",
+                "--sizes", "in jobs"]),
+    ("acds", ["--job-counts", "FIRST to LAST by STEP", "--workers", "(default 1)"]),
+    ("coorm", ["--jobs-per-pack", "jobs per pack", "--workers", "(default 1)"]),
 ])
 def test_help_says_what_each_shared_option_name_means_here(
         name: str, words: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -60,3 +61,6 @@ def test_help_says_what_each_shared_option_name_means_here(
     text = " ".join(capsys.readouterr().out.split())
     for word in words:
         assert word in text, word
+    # the names that meant different things per experiment are no longer shown anywhere
+    for hidden in ("--seeds", "--jobs "):
+        assert hidden not in text, hidden

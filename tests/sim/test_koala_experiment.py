@@ -16,7 +16,7 @@ from malleable.metrics import plots
 def test_experiment_writes_figures_report_and_json(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "koala"
-    assert main(["experiment", "koala", "--out", str(out), "--seeds", "1",
+    assert main(["experiment", "koala", "--out", str(out), "--reps", "1",
                  "--no-sensitivity", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["seeds"] == [1]
@@ -34,18 +34,19 @@ def test_experiment_writes_figures_report_and_json(tmp_path: Path,
     assert json.loads((out / "summary.json").read_text()) == summary
 
 
-def test_bad_seed_count_is_an_input_error(tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["experiment", "koala", "--out", str(tmp_path), "--seeds", "0"]) == 2
+@pytest.mark.parametrize("flag", ["--reps", "--seeds"])
+def test_bad_seed_count_is_an_input_error(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          flag: str) -> None:
+    assert main(["experiment", "koala", "--out", str(tmp_path), flag, "0"]) == 2
     err = capsys.readouterr().err
-    assert "--seeds must be at least 1" in err and "Traceback" not in err
+    assert "--reps must be at least 1" in err and "Traceback" not in err
 
 
 def test_output_directory_that_cannot_be_made_is_an_input_error(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    assert main(["experiment", "koala", "--out", str(blocker / "sub"), "--seeds", "1",
+    assert main(["experiment", "koala", "--out", str(blocker / "sub"), "--reps", "1",
                  "--no-sensitivity"]) == 2
     assert "cannot create the output directory" in capsys.readouterr().err
 

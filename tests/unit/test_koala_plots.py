@@ -6,6 +6,8 @@ from __future__ import annotations
 import matplotlib
 
 matplotlib.use("Agg")
+from itertools import pairwise
+
 import matplotlib.pyplot as plt
 import pytest
 
@@ -57,3 +59,27 @@ def test_every_figure_is_a_step_of_the_progress_bar() -> None:
 
     assert drawing_steps(["paper"]) == [("7", "paper"), ("8", "paper")]
     assert len(drawing_steps(["paper", "local-25", "reconfig-30"])) == 6
+
+
+@pytest.mark.parametrize("figure", ["7", "8"])
+def test_utilization_legend_covers_no_curve(figure: str) -> None:
+    """Panel (e): curves that swing over the whole 0-100% range leave room for the legend
+    above them (it used to sit on a curve)."""
+    results = Results((1,))
+    for i, combo in enumerate((*FIG7, *FIG8, *BASELINE)):
+        swing = [(600.0 * k, (0.05 if k % 2 else 1.0) - 0.01 * i) for k in range(40)]
+        results.add(Run(combo, "paper", 1, [], {}, grows=[], shrinks=[], utilization=swing))
+    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    try:
+        draw_panel(ax, "e", results, FIG7 if figure == "7" else FIG8, "paper")
+        fig.tight_layout()
+        fig.canvas.draw()
+        box = ax.get_legend().get_window_extent(fig.canvas.get_renderer())  # type: ignore[attr-defined]
+        for line in ax.get_lines():
+            points = line.get_transform().transform(line.get_xydata())
+            for (x0, y0), (x1, y1) in pairwise(points):
+                for t in (i / 20 for i in range(21)):
+                    assert not box.contains(x0 + t * (x1 - x0), y0 + t * (y1 - y0)), line
+        assert [t for t in ax.get_yticks() if t <= 100] == [0, 20, 40, 60, 80, 100]
+    finally:
+        plt.close(fig)

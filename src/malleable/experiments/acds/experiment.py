@@ -11,6 +11,7 @@ import argparse
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from malleable import argtypes
 from malleable.errors import InputError
-from malleable.experiments.acds.figures import draw_all
+from malleable.experiments.acds.figures import FILES, draw_all
 from malleable.experiments.acds.markdown import markdown
-from malleable.experiments.acds.plan import Chunk, Results, Settings, chunks, run_all
+from malleable.experiments.acds.plan import Results, Settings, chunks, run_all
 from malleable.experiments.acds.report import key_numbers, verdicts
 from malleable.metrics.summary import output_dir
 from malleable.sim.quantum.jobs import DowneyParams
@@ -39,9 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="repetitions per point (default 10, as the paper; 2 with --quick)")
     parser.add_argument("--quick", action="store_true",
                         help="a tiny sweep (few job counts and QFs, 2 repetitions) in seconds")
-    parser.add_argument("--jobs", default=None, metavar="FIRST:LAST:STEP",
+    parser.add_argument("--job-counts", dest="jobs", default=None, metavar="FIRST:LAST:STEP",
                         help="the sweep's job counts, FIRST to LAST by STEP (default 20:500:20, "
                              "the paper's grid; 20:500:40 halves the time)")
+    # the older spelling, kept working but not shown
+    parser.add_argument("--jobs", dest="jobs", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=argtypes.seed, default=1, help="base seed of every scenario")
     parser.add_argument("--work-scale", type=float, default=None, metavar="X",
                         help=f"quanta L per Downey node-second (default "
@@ -76,9 +79,9 @@ def _grid(text: str) -> tuple[int, ...]:
     try:
         first, last, step = (int(x) for x in text.split(":"))
     except ValueError:
-        raise InputError(f"--jobs {text!r}: write FIRST:LAST:STEP, e.g. 20:500:20") from None
+        raise InputError(f"--job-counts {text!r}: write FIRST:LAST:STEP, e.g. 20:500:20") from None
     if not 1 <= first <= last or step < 1:
-        raise InputError(f"--jobs {text!r}: need 1 <= FIRST <= LAST and STEP >= 1")
+        raise InputError(f"--job-counts {text!r}: need 1 <= FIRST <= LAST and STEP >= 1")
     return tuple(range(first, last + 1, step))
 
 
@@ -87,13 +90,16 @@ def run(args: argparse.Namespace) -> int:
     out = output_dir(args.out)
     console = Console(stderr=True)
     start = time.monotonic()
-    results = _sweep(settings, args.workers, console, transient=args.json)
-    elapsed = time.monotonic() - start
-    numbers = key_numbers(results, settings)
-    draw_all(results, settings, out)
-    (out / "report.md").write_text(markdown(numbers, settings, elapsed))
-    payload = _payload(numbers, settings, elapsed)
-    (out / "summary.json").write_text(json.dumps(payload, indent=2) + "\n")
+    with Progress(TextColumn("[bold]{task.fields[stage]}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                  transient=args.json) as progress:
+        sweep = progress.add_task("jobs simulated", total=sum(c.jobs for c in chunks(settings)),
+                                  stage="AC-DS sweep")
+        writing = progress.add_task("", total=len(FILES) + 1, stage="drawing figures")
+        results = run_all(settings, lambda chunk: progress.advance(sweep, chunk.jobs),
+                          args.workers)
+        payload = _write(results, settings, time.monotonic() - start, out,
+                         lambda text: progress.update(writing, advance=1, description=text))
     if args.json:
         print(json.dumps(payload))
     else:
@@ -101,17 +107,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sweep(settings: Settings, workers: int, console: Console, transient: bool) -> Results:
-    todo = chunks(settings)
-    with Progress(TextColumn("[bold]AC-DS sweep"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("jobs simulated"), TimeElapsedColumn(), console=console,
-                  transient=transient) as progress:
-        task = progress.add_task("sweep", total=sum(c.jobs for c in todo))
-
-        def done(chunk: Chunk) -> None:
-            progress.advance(task, chunk.jobs)
-
-        return run_all(settings, done, workers)
+def _write(results: Results, settings: Settings, elapsed: float, out: Path,
+           step: Callable[[str], None]) -> dict[str, Any]:
+    """Draw the figures and write report.md and summary.json, calling ``step`` after each
+    (the steps of the second bar, so that the bars are full only once every file is
+    written); summary.json's content."""
+    numbers = key_numbers(results, settings)
+    payload = _payload(numbers, settings, elapsed)
+    draw_all(results, settings, out, lambda name: step(f"drew {name}"))
+    (out / "report.md").write_text(markdown(numbers, settings, elapsed))
+    (out / "summary.json").write_text(json.dumps(payload, indent=2) + "\n")
+    step("figures and report written")
+    return payload
 
 
 def _payload(numbers: dict[str, Any], s: Settings, elapsed: float) -> dict[str, Any]:

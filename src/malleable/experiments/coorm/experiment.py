@@ -23,7 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from malleable import argtypes
 from malleable.errors import InputError
@@ -62,8 +69,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="cluster counts for Fig. 6, e.g. 1-8 or 1,2,4,8 (default 1-8)")
     parser.add_argument("--instances", type=int, default=None,
                         help="workload instances per point of Fig. 6 (default 2)")
-    parser.add_argument("--jobs", type=int, default=None, metavar="N",
-                        help="jobs per pack, the size of each workload instance (default 200)")
+    parser.add_argument("--jobs-per-pack", dest="jobs", type=int, default=None, metavar="N",
+                        help="jobs per pack, the size of each workload instance (default 200, "
+                             "20 with --quick)")
+    # the older spelling, kept working but not shown
+    parser.add_argument("--jobs", dest="jobs", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--hosts", type=int, default=None, help="hosts per cluster (default 128)")
     parser.add_argument("--delays", default=None,
                         help="CEM adaptation delays for Fig. 7, seconds (default 0,2,4,6,8,10)")
@@ -76,31 +86,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="take legacy jobs from this SWF trace instead of the model")
     parser.add_argument("--swf-cores-per-host", type=int, default=1,
                         help="processors per host in the SWF trace (LLNL Atlas: 8)")
-    parser.add_argument("--workers", type=int, default=None,
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="worker processes that run the simulations in parallel "
-                             "(default: 2, or 1 with --quick)")
+                             "(default 1)")
 
 
 def run(args: argparse.Namespace) -> int:
     plan = make_plan(args)
     args.out.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    outcomes = execute(plan, _progress_runner(plan))
-    wall = time.monotonic() - started
-    summary = summarise(plan, outcomes, wall)
-    from malleable.experiments.coorm.figures import draw_fig6, draw_fig7
-    from malleable.experiments.coorm.report import write_report
-
-    draw_fig6(summary, args.out / "fig6.png")
-    draw_fig7(summary, args.out / "fig7.png")
-    write_report(summary, args.out / "report.md")
-    write_summary(args.out, summary, legacy=True, indent=1, sort_keys=True)
+    columns = (TextColumn("coorm"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.description}"))
+    # the simulations, the two figures and the report are the steps of one bar, so that the
+    # bar is full only when every file is written
+    with Progress(*columns, console=Console(stderr=True), transient=False) as progress:
+        task = progress.add_task("", total=len(plan.specs) + len(WRITING_STEPS))
+        started = time.monotonic()
+        outcomes = execute(plan, _progress_runner(plan, progress, task))
+        wall = time.monotonic() - started
+        summary = summarise(plan, outcomes, wall)
+        _write(summary, args.out, lambda step: progress.update(task, advance=1,
+                                                               description=step))
     if args.json:
         print(json.dumps(key_numbers(summary), indent=1, sort_keys=True))
     else:
         Console().print(f"wrote {args.out}/report.md, fig6.png, fig7.png, summary.json "
                         f"({wall:.0f} s)")
     return 0
+
+
+WRITING_STEPS = ("drew fig6.png", "drew fig7.png", "wrote report.md and summary.json")
+
+
+def _write(summary: dict[str, Any], out: Path, done: Callable[[str], None]) -> None:
+    from malleable.experiments.coorm.figures import draw_fig6, draw_fig7
+    from malleable.experiments.coorm.report import write_report
+
+    draw_fig6(summary, out / "fig6.png")
+    done(WRITING_STEPS[0])
+    draw_fig7(summary, out / "fig7.png")
+    done(WRITING_STEPS[1])
+    write_report(summary, out / "report.md")
+    write_summary(out, summary, legacy=True, indent=1, sort_keys=True)
+    done(WRITING_STEPS[2])
 
 
 # ----------------------------------------------------------------------------- plan
@@ -110,7 +137,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
     quick = bool(args.quick)
     setup = Setup(
         hosts=_positive(args.hosts, 16 if quick else 128, "--hosts"),
-        jobs=_positive(args.jobs, 20 if quick else 200, "--jobs"),
+        jobs=_positive(args.jobs, 20 if quick else 200, "--jobs-per-pack"),
         seed=args.seed,
         swf=str(args.swf) if args.swf is not None else None,
         swf_cores_per_host=_positive(args.swf_cores_per_host, 1, "--swf-cores-per-host"))
@@ -123,7 +150,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
         delays=parse_delays(args.delays or ("0,10" if quick else "0,2,4,6,8,10")),
         fig7_clusters=_positive(args.fig7_clusters, 2 if quick else 4, "--fig7-clusters"),
         fig7_instances=_positive(args.fig7_instances, 2 if quick else 4, "--fig7-instances"),
-        workers=_positive(args.workers, 1 if quick else 2, "--workers"),
+        workers=_positive(args.workers, 1, "--workers"),
         quick=quick)
     plan.specs.extend(build_specs(plan))
     return plan
@@ -182,15 +209,10 @@ def execute(plan: Plan, runner: Runner) -> list[RunOutcome]:
     return runner(plan.setup, plan.specs)
 
 
-def _progress_runner(plan: Plan) -> Runner:
+def _progress_runner(plan: Plan, progress: Progress, task: TaskID) -> Runner:
     def runner(setup: Setup, specs: Sequence[RunSpec]) -> list[RunOutcome]:
-        console = Console(stderr=True)
-        columns = (TextColumn("coorm"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("{task.description}"))
-        with Progress(*columns, console=console, transient=False) as progress:
-            task = progress.add_task("", total=len(specs))
-            return _run_all(setup, specs, plan.workers,
-                            lambda s: progress.update(task, advance=1, description=_label(s)))
+        return _run_all(setup, specs, plan.workers,
+                        lambda s: progress.update(task, advance=1, description=_label(s)))
     return runner
 
 

@@ -13,6 +13,7 @@ import json
 import logging
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--table7-jobs", type=int, metavar="N",
                         help="workload size of Table 7 and Fig. 5 (default 1000)")
     parser.add_argument("--seed", type=argtypes.seed, default=1, help="first seed (default 1)")
-    parser.add_argument("--seeds", type=int, default=1, metavar="K",
-                        help="workloads drawn per size, with seeds --seed..--seed+K-1, "
+    parser.add_argument("--reps", type=int, default=1, metavar="N",
+                        help="workloads drawn per size, with seeds --seed..--seed+N-1, "
                              "results averaged (default 1, as the paper's single runs)")
+    # the older spelling, kept working but not shown
+    parser.add_argument("--seeds", dest="reps", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--interarrival", type=float, default=10.0, metavar="S",
                         help="mean inter-arrival time of Feitelson's model at factor 1 "
                              "(default 10 s)")
@@ -92,23 +95,27 @@ def run(args: argparse.Namespace) -> int:
     sizes, table7_jobs = _sizes(args)
     out = output_dir(args.out)
     sources = _sources(args, sizes, table7_jobs)
-    study = Study(sizes, table7_jobs, tuple(range(args.seed, args.seed + args.seeds)),
+    study = Study(sizes, table7_jobs, tuple(range(args.seed, args.seed + args.reps)),
                   "swf" if args.swf else "feitelson", _options(args))
     with _progress(args.json) as progress:
+        # figures and reports are steps of a second bar, shown from the start, so that
+        # nothing runs after the bars are full
+        simulating = progress.add_task("simulating", total=len(plan(sizes, table7_jobs))
+                                       * len(study.seeds))
+        writing = progress.add_task("drawing figures", total=len(FIGURES) + 1, start=False)
         started = time.perf_counter()
-        _execute(study, sources, args, progress)
+        _execute(study, sources, args, lambda text, done: progress.update(
+            simulating, advance=done, description=text))
         study.elapsed = time.perf_counter() - started
-        # figures and reports are steps of a second bar, so that nothing runs after the
-        # bars are full
-        writing = progress.add_task("drawing figures", total=len(FIGURES) + 1)
+        progress.start_task(writing)
         draw_figures(study, out, lambda name: progress.update(
             writing, advance=1, description=f"drew {name}"))
-        progress.update(writing, description="writing table7 and report.md")
+        progress.update(writing, description="writing table7, report.md and summary.json")
         write_table7(study, out)
         write_report(study, out)
+        numbers = key_numbers(study)
+        write_summary(out, numbers, legacy=True)
         progress.update(writing, advance=1, description="figures and report written")
-    numbers = key_numbers(study)
-    write_summary(out, numbers, legacy=True)
     if args.json:
         print(json.dumps(numbers))
     else:
@@ -123,8 +130,8 @@ def _sizes(args: argparse.Namespace) -> tuple[tuple[int, ...], int]:
     for n in (*sizes, table7):
         if n < 1:
             raise InputError(f"workload sizes must be at least 1 job, not {n}")
-    if args.seeds < 1:
-        raise InputError(f"--seeds must be at least 1, not {args.seeds}")
+    if args.reps < 1:
+        raise InputError(f"--reps must be at least 1, not {args.reps}")
     for flag in ("interarrival", "factor"):
         value = getattr(args, flag)
         if not (value > 0 and math.isfinite(value)):
@@ -147,7 +154,7 @@ def _sources(args: argparse.Namespace, sizes: tuple[int, ...],
                          source=str(args.swf))
     draws: dict[tuple[int, int], Draw] = {}
     for n in (*sizes, table7_jobs):
-        for seed in range(args.seed, args.seed + args.seeds):
+        for seed in range(args.seed, args.seed + args.reps):
             if trace is not None:
                 draws[(n, seed)] = from_trace(trace, n, seed)
             else:
@@ -179,21 +186,19 @@ def plan(sizes: tuple[int, ...], table7_jobs: int) -> list[tuple[int, Submission
 
 
 def _execute(study: Study, sources: dict[tuple[int, int], Draw],
-             args: argparse.Namespace, progress: Progress) -> None:
-    setups = plan(study.sizes, study.table7_jobs)
-    total = len(setups) * len(study.seeds)
-    task = progress.add_task("simulating", total=total)
-    for n, sub, mix in setups:
+             args: argparse.Namespace, step: Callable[[str, int], None]) -> None:
+    """Run every simulation of the study; ``step(text, done)`` reports each (a bar)."""
+    for n, sub, mix in plan(study.sizes, study.table7_jobs):
         outcomes = []
         for seed in study.seeds:
-            progress.update(task, description=f"{n} jobs · {sub.value} · {mix.name}")
+            step(f"{n} jobs · {sub.value} · {mix.name}", 0)
             keep = n == study.table7_jobs and mix in (NONE, ALL) and seed == study.seeds[0]
             outcomes.append(run_one(Setup(n, sub, mix, seed), sources[(n, seed)],
                                     args.reconfig_cost, keep, not args.any_size,
                                     args.pooled))
-            progress.advance(task)
+            step(f"{n} jobs · {sub.value} · {mix.name}", 1)
         study.outcomes[(n, sub, mix.name)] = average(outcomes)
-    progress.update(task, description="simulated")
+    step("simulated", 0)
 
 
 def _progress(quiet_stdout: bool) -> Progress:

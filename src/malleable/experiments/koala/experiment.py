@@ -20,6 +20,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from malleable import argtypes
 from malleable.errors import InputError
 from malleable.experiments.koala import stats as st
 from malleable.experiments.koala import sweep
@@ -45,9 +46,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="directory for the figures (PNG), report.md and summary.json")
     parser.add_argument("--json", action="store_true",
                         help="print the key numbers and verdicts as one JSON object")
-    parser.add_argument("--seeds", type=int, default=4, metavar="N",
-                        help="run every curve once with each seed 1..N; a seed draws the "
-                             "workload (default 4, as the paper's 4 runs)")
+    parser.add_argument("--reps", type=int, default=4, metavar="N",
+                        help="runs of every curve, with seeds --seed..--seed+N-1; a seed "
+                             "draws the workload (default 4, as the paper's 4 runs)")
+    # the older spelling (seeds 1..N), kept working but not shown
+    parser.add_argument("--seeds", dest="reps", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=argtypes.seed, default=1,
+                        help="the first run's seed (default 1)")
     parser.add_argument("--paper-only", "--no-sensitivity", dest="variants",
                         action="store_false",
                         help="only the paper's setting: skip the one-change variants "
@@ -63,8 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.seeds < 1:
-        raise InputError(f"--seeds must be at least 1, not {args.seeds}")
+    if args.reps < 1:
+        raise InputError(f"--reps must be at least 1, not {args.reps}")
     if args.workers < 1:
         raise InputError(f"--workers {args.workers}: give at least 1")
     out: Path = args.out
@@ -73,16 +78,12 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise InputError(f"cannot create the output directory: {exc.strerror}",
                          source=str(out)) from None
-    seeds = tuple(range(1, args.seeds + 1))
+    seeds = tuple(range(args.seed, args.seed + args.reps))
     variants = VARIANTS if args.variants else (PAPER,)
     swept = SWEEP if args.sensitivity else ()
-    results = _run_and_draw(plan(seeds, variants) + plan(seeds, swept), seeds,
-                            [v.name for v in variants], out, quiet=args.json,
-                            workers=args.workers)
-    summary = key_numbers(results, out)
-    if swept:
-        summary["sensitivity"] = sweep.write(results, out)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    results, summary = _run_and_draw(plan(seeds, variants) + plan(seeds, swept), seeds,
+                                     [v.name for v in variants], out, quiet=args.json,
+                                     workers=args.workers, sensitivity=bool(swept))
     if args.json:
         print(json.dumps(summary))
     else:
@@ -96,10 +97,11 @@ def drawing_steps(variants: list[str]) -> list[tuple[str, str]]:
 
 
 def _run_and_draw(tasks: list[Task], seeds: tuple[int, ...], variants: list[str], out: Path,
-                  quiet: bool, workers: int = 1) -> Results:
-    """Simulate, then draw the figures and write the report, under one progress bar: each
-    simulation, each figure and the report is a step, so the bar reaches its end only when
-    every file is written."""
+                  quiet: bool, workers: int = 1,
+                  sensitivity: bool = False) -> tuple[Results, dict[str, Any]]:
+    """Simulate, then draw the figures and write the report and summary.json, under one
+    progress bar: each simulation, each figure and the report is a step, so the bar reaches
+    its end only when every file is written. The results and summary.json's content."""
     console = Console(stderr=True)
     columns = (TextColumn("[progress.description]{task.description}"), BarColumn(),
                MofNCompleteColumn(), TimeElapsedColumn())
@@ -117,10 +119,15 @@ def _run_and_draw(tasks: list[Task], seeds: tuple[int, ...], variants: list[str]
             progress.update(bar, description=f"drawing Fig. {figure} ({variant})")
             draw_figure(results, figure, out, variant)
             progress.advance(bar)
-        progress.update(bar, description="writing report.md")
+        progress.update(bar, description="writing report.md and summary.json")
         write_report(results, out)
+        summary = key_numbers(results, out)
+        if sensitivity:
+            summary["sensitivity"] = sweep.write(results, out)
+        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n",
+                                          encoding="utf-8")
         progress.update(bar, advance=1, description="done")
-    return results
+    return results, summary
 
 
 def _number(value: float) -> float | None:

@@ -88,7 +88,10 @@ def _utilization_panel(ax: Any, results: Results, combos: Sequence[Combo], varia
         x, y = plots.binned_mean(runs[0].utilization, BIN_S)
         plots.series(ax, x / 3600, y * 100, combo.label, style(combo), step=False)
     ax.set_ylabel("busy nodes (% of 272), 10-min mean")
-    ax.set_ylim(0, 100)
+    # headroom above 100% for the legend, which would otherwise cover curves that fill the
+    # panel
+    ax.set_ylim(0, 140)
+    ax.set_yticks(range(0, 101, 20))
 
 
 def _activity_panel(ax: Any, results: Results, combos: Sequence[Combo], variant: str) -> None:
@@ -121,7 +124,7 @@ def draw_panel(ax: Any, panel: str, results: Results, combos: Sequence[Combo],
     else:
         _activity_panel(ax, results, combos, variant)
     n = len(results.seeds)
-    seeds = ("seed 1" if panel in ("e", "f")
+    seeds = (f"seed {results.seeds[0]}" if panel in ("e", "f")
              else f"{n} seed{'s' if n != 1 else ''}{' pooled' if n > 1 else ''}")
     plots.finish(ax, f"({letter}) {title} — {seeds}", xlabel, handlelength=4.0)
 
