@@ -183,8 +183,13 @@ def count_states(states: dict[str, str]) -> dict[str, int]:
 
 def parse_version(text: str) -> str:
     """The version of ``sinfo --version`` (``slurm 24.11.5`` -> ``24.11.5``; '' if none)."""
-    fields = text.split()
-    return fields[1] if len(fields) >= 2 and fields[0].startswith("slurm") else ""
+    from malleable.adapters.slurm.parse import ParseError
+    from malleable.adapters.slurm.parse import parse_version as parse
+
+    try:
+        return parse(text)
+    except ParseError:
+        return ""
 
 
 def parse_squeue(text: str) -> dict[str, str]:
