@@ -2,24 +2,28 @@
 
 Parametrised over the simulator, SlurmCluster on the fake Slurm, MpiSite on the fake
 Slurm (with MPI programs behind it, and with plain sleepers it hands to its wrapped
-cluster), OarCluster on the fake OAR, SlurmCluster on a real testbed and OarCluster on
-an OAR testbed (one site ``grid`` of 4 nodes) (``integration``: skipped without
-``--integration``). The testbed is this suite's own: one site ``vu`` of 4 nodes, named
-``contract<pid>-<n>`` so it cannot collide with other runs, taken down at the end of
+cluster), OarCluster on the fake OAR, SlurmCluster on a real testbed once per Slurm
+version of the matrix (``slurm-testbed`` is the default version, ``slurm-testbed-24.11``
+and ``slurm-testbed-26.05`` the others; ``MALLEABLE_SLURM_VERSIONS`` narrows it) and
+OarCluster on an OAR testbed (one site ``grid`` of 4 nodes) (``integration``: skipped
+without ``--integration``). Each testbed is this suite's own: one site ``vu`` of 4 nodes,
+named ``contract<pid>-<n>`` so it cannot collide with other runs, taken down at the end of
 the session even when its bring-up failed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from malleable.testbed import Docker, Testbed
 from malleable.testbed.topology import Site, Topology
+from malleable.testbed.versions import DEFAULT
 from tests.fakes.drivers import FACTORIES, Driver, oar_testbed_driver, testbed_driver
-from tests.fakes.waits import unique_name
+from tests.fakes.waits import slurm_matrix, unique_name
 
 logger = logging.getLogger(__name__)
 
@@ -28,14 +32,14 @@ CONTRACT = Topology("contract", (Site("vu", 4),))
 CONTRACT_OAR = Topology("contract-oar", (Site("grid", 4, kind="oar"),))
 
 
-def _session_testbed(prefix: str, topology: Topology,
-                     factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+def _session_testbed(prefix: str, topology: Topology, factory: pytest.TempPathFactory,
+                     slurm: str = DEFAULT) -> Iterator[Testbed]:
     docker = Docker()
     if not docker.available():
         pytest.fail("no Docker engine answers: run `bash .ci/testbed-setup.sh` first")
     tb = Testbed(unique_name(prefix), root=factory.mktemp(f"{prefix}-testbed"), docker=docker)
     try:
-        tb.up(topology, timeout=600.0)
+        tb.up(topology, timeout=900.0, slurm=slurm)
         yield tb
     finally:
         try:
@@ -66,6 +70,29 @@ def contract_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testb
             logger.exception("could not take testbed %s down", tb.name)
 
 
+@pytest.fixture(scope="session")
+def contract_version_testbeds(
+        tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], Testbed]]:
+    """The contract testbed of another Slurm version than the default, brought up on first
+    use and taken down at the end of the session."""
+    made: dict[str, Testbed] = {}
+    stack = contextlib.ExitStack()
+
+    def get(version: str) -> Testbed:
+        if version not in made:
+            made[version] = stack.enter_context(contextlib.contextmanager(_session_testbed)(
+                f"contract{version.replace('.', '')}x", CONTRACT, tmp_path_factory, version))
+        return made[version]
+
+    with stack:
+        yield get
+
+
+_VERSIONED = [pytest.param(f"slurm-testbed-{v}", marks=[pytest.mark.integration,
+                                                        pytest.mark.timeout(900)])
+              for v in slurm_matrix() if v != DEFAULT]
+
+
 @pytest.fixture(params=[
     "sim",
     "slurm-fake",
@@ -74,6 +101,7 @@ def contract_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testb
     "oar-fake",
     pytest.param("slurm-testbed", marks=[pytest.mark.integration, pytest.mark.timeout(900)]),
     pytest.param("oar-testbed", marks=[pytest.mark.integration, pytest.mark.timeout(900)]),
+    *_VERSIONED,
 ])
 def driver(request: pytest.FixtureRequest,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
@@ -81,6 +109,9 @@ def driver(request: pytest.FixtureRequest,
     if kind == "slurm-testbed":
         tb = request.getfixturevalue("contract_testbed")
         made: Driver = testbed_driver(tb, tmp_path_factory.mktemp("contract"))
+    elif kind.startswith("slurm-testbed-"):
+        tb = _versioned(request, kind.removeprefix("slurm-testbed-"))
+        made = testbed_driver(tb, tmp_path_factory.mktemp("contract"))
     elif kind == "oar-testbed":
         tb = request.getfixturevalue("contract_oar_testbed")
         made = oar_testbed_driver(tb, tmp_path_factory.mktemp("contract"))
@@ -90,3 +121,9 @@ def driver(request: pytest.FixtureRequest,
         yield made
     finally:
         made.teardown()
+
+
+def _versioned(request: pytest.FixtureRequest, version: str) -> Testbed:
+    tb: Testbed = request.getfixturevalue("contract_version_testbeds")(version)
+    assert tb.record().slurm == version
+    return tb

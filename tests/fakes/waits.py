@@ -28,3 +28,16 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str,
         if time.monotonic() >= deadline:
             pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(interval)
+
+
+def slurm_matrix() -> tuple[str, ...]:
+    """The Slurm versions the version matrix runs (resize and contract tests on each).
+
+    ``MALLEABLE_SLURM_VERSIONS`` (comma-separated, e.g. ``22.05``) narrows it; by default
+    every supported version, the default first. Unknown versions fail the collection.
+    """
+    from malleable.testbed.versions import DEFAULT, SUITES, check
+
+    wanted = os.environ.get("MALLEABLE_SLURM_VERSIONS", "")
+    versions = [check(v.strip()) for v in wanted.split(",") if v.strip()] or list(SUITES)
+    return tuple(sorted(set(versions), key=lambda v: (v != DEFAULT, v)))

@@ -4,10 +4,14 @@ The ``--integration`` option (or ``MALLEABLE_INTEGRATION=1``) lives in tests/con
 without it every test marked ``integration`` is skipped. With it, a missing Docker
 engine is an error, not a skip.
 
-``testbed_factory(topology)`` brings up a uniquely named testbed (so several test runs
-can share a machine) and takes every testbed it made down at the end of the session,
+``testbed_factory(topology, slurm=V)`` brings up a uniquely named testbed (so several test
+runs can share a machine) and takes every testbed it made down at the end of the session,
 even when a test or the bring-up itself failed. ``small_testbed`` is one such testbed
 with the ``small`` topology (2 sites x 4 nodes), shared by the tests of a session.
+``versioned_testbed`` is the small testbed once per Slurm version of the matrix
+(``slurm_matrix``: 22.05, 24.11, 26.05, or ``MALLEABLE_SLURM_VERSIONS``): the default
+version's is ``small_testbed``; another version's is brought up when its tests start and
+taken down when they are done, so at most one extra version is up at a time.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from malleable.testbed import SMALL, Docker, Testbed, Topology
-from tests.fakes.waits import TestbedFactory, unique_name
+from malleable.testbed.versions import DEFAULT
+from tests.fakes.waits import TestbedFactory, slurm_matrix, unique_name
 
 logger = logging.getLogger(__name__)
 
@@ -41,10 +46,11 @@ def testbed_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def testbed_factory(docker_engine: Docker, testbed_root: Path) -> Iterator[TestbedFactory]:
     made: list[Testbed] = []
 
-    def make(topology: Topology, *, name: str | None = None, timeout: float = 600.0) -> Testbed:
+    def make(topology: Topology, *, name: str | None = None, timeout: float = 600.0,
+             slurm: str = DEFAULT) -> Testbed:
         tb = Testbed(name or unique_name(), root=testbed_root, docker=docker_engine)
         made.append(tb)  # registered before bring-up: a failed bring-up is torn down too
-        tb.up(topology, timeout=timeout)
+        tb.up(topology, timeout=timeout, slurm=slurm)
         return tb
 
     yield make
@@ -58,3 +64,22 @@ def testbed_factory(docker_engine: Docker, testbed_root: Path) -> Iterator[Testb
 @pytest.fixture(scope="session")
 def small_testbed(testbed_factory: TestbedFactory) -> Testbed:
     return testbed_factory(SMALL)
+
+
+@pytest.fixture(scope="session", params=slurm_matrix())
+def versioned_testbed(request: pytest.FixtureRequest, docker_engine: Docker,
+                      testbed_root: Path) -> Iterator[Testbed]:
+    version: str = request.param
+    if version == DEFAULT:
+        yield request.getfixturevalue("small_testbed")
+        return
+    tb = Testbed(unique_name(f"v{version.replace('.', '')}"), root=testbed_root,
+                 docker=docker_engine)
+    try:
+        tb.up(SMALL, timeout=900.0, slurm=version)
+        yield tb
+    finally:
+        try:
+            tb.down()
+        except Exception:
+            logger.exception("could not take testbed %s down", tb.name)

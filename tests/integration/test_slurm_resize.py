@@ -1,4 +1,5 @@
-"""The Slurm adapter against the real testbed (2 sites x 4 nodes, Slurm 22.05 + slurmdbd).
+"""The Slurm adapter against the real testbed (2 sites x 4 nodes + slurmdbd), once per Slurm
+version of the matrix (22.05, 24.11, 26.05: the ``versioned_testbed`` fixture).
 
 Every resize is checked twice: the adapter reads the job back itself, and the test reads
 it again with ``scontrol`` through ``docker exec`` (not through the adapter's SSH).
@@ -30,9 +31,9 @@ SITE = "vu"
 
 
 @pytest.fixture(scope="module")
-def config_file(small_testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def config_file(versioned_testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("slurm") / "clusters.toml"
-    path.write_text(small_testbed.config_toml())
+    path.write_text(versioned_testbed.config_toml())
     return path
 
 
@@ -49,7 +50,7 @@ def idle_nodes(tb: Testbed, site: str) -> int:
 
 
 @pytest.fixture
-def site(small_testbed: Testbed, config_file: Path) -> Iterator[SlurmCluster]:
+def site(versioned_testbed: Testbed, config_file: Path) -> Iterator[SlurmCluster]:
     """A SlurmCluster on ``vu`` with its own run tag; cancels its jobs and waits on teardown."""
     config = load_config(config_file).site(SITE)
     cluster = SlurmCluster(SITE, ctl_for(config), ScaledClock(time.time(), 1.0),
@@ -58,18 +59,18 @@ def site(small_testbed: Testbed, config_file: Path) -> Iterator[SlurmCluster]:
     ids = [cluster.slurm_id(j) for j in list(cluster._mine)]
     for job_id in ids:
         if job_id is not None:
-            small_testbed.exec(SITE, ["scancel", str(job_id)])
+            versioned_testbed.exec(SITE, ["scancel", str(job_id)])
     cluster.ctl.runner.close()
-    wait_for(lambda: idle_nodes(small_testbed, SITE) == 4, 60, "every vu node idle again")
+    wait_for(lambda: idle_nodes(versioned_testbed, SITE) == 4, 60, "every vu node idle again")
 
 
 @pytest.fixture
-def background(small_testbed: Testbed) -> Iterator[Callable[[int], int]]:
+def background(versioned_testbed: Testbed) -> Iterator[Callable[[int], int]]:
     """Submit a local user's job (not the manager's); cancelled and waited for on teardown."""
     made: list[int] = []
 
     def submit(nodes: int) -> int:
-        out = small_testbed.exec(SITE, ["sbatch", "--parsable", f"--nodes={nodes}",
+        out = versioned_testbed.exec(SITE, ["sbatch", "--parsable", f"--nodes={nodes}",
                                         "--exclusive", "--output=/dev/null", "--wrap",
                                         "sleep 300"], user="malleable", check=True).stdout
         made.append(int(out.strip().split(";")[0]))
@@ -77,9 +78,9 @@ def background(small_testbed: Testbed) -> Iterator[Callable[[int], int]]:
 
     yield submit
     for job_id in made:
-        small_testbed.exec(SITE, ["scancel", str(job_id)])
+        versioned_testbed.exec(SITE, ["scancel", str(job_id)])
     for job_id in made:
-        wait_for(lambda j=job_id: scontrol_job(small_testbed, SITE, j)[0] == "CANCELLED", 60,
+        wait_for(lambda j=job_id: scontrol_job(versioned_testbed, SITE, j)[0] == "CANCELLED", 60,
                  f"background job {job_id} to end")
 
 
@@ -102,12 +103,12 @@ def test_observe_sees_the_testbed_site(site: SlurmCluster) -> None:
 
 
 def test_shrink_twice_expand_twice_each_confirmed(site: SlurmCluster,
-                                                  small_testbed: Testbed) -> None:
+                                                  versioned_testbed: Testbed) -> None:
     assert site.start(_malleable("s1", 3), 3) == 3
     _started(site, "s1")
     job_id = site.slurm_id("s1")
     assert job_id is not None
-    assert scontrol_job(small_testbed, SITE, job_id)[:2] == ("RUNNING", 3)
+    assert scontrol_job(versioned_testbed, SITE, job_id)[:2] == ("RUNNING", 3)
     steps = [("shrink", 1, 2), ("shrink", 1, 1), ("grow", 1, 2), ("grow", 2, 4)]
     for verb, amount, size in steps:
         if verb == "shrink":
@@ -116,7 +117,7 @@ def test_shrink_twice_expand_twice_each_confirmed(site: SlurmCluster,
             assert site.offer_grow("s1", amount) == amount
         result = site.resizes[-1]
         assert (result.outcome, result.after) == (Outcome.DONE, size), result.describe()
-        state, nodes, node_list = scontrol_job(small_testbed, SITE, job_id)
+        state, nodes, node_list = scontrol_job(versioned_testbed, SITE, job_id)
         assert (state, nodes) == ("RUNNING", size), f"after {verb} to {size}: {node_list}"
         assert node_list == result.nodes_after
     sizes = [e.size for e in site.drain_events() if e.job_id == "s1"]
@@ -124,15 +125,15 @@ def test_shrink_twice_expand_twice_each_confirmed(site: SlurmCluster,
     assert site.observe().running["s1"].size == 4
     # the job is still healthy after four resizes (no "Job credential revoked")
     time.sleep(1.0)
-    assert scontrol_job(small_testbed, SITE, job_id)[0] == "RUNNING"
+    assert scontrol_job(versioned_testbed, SITE, job_id)[0] == "RUNNING"
 
 
-def test_refused_expansion_is_reported(site: SlurmCluster, small_testbed: Testbed,
+def test_refused_expansion_is_reported(site: SlurmCluster, versioned_testbed: Testbed,
                                        background: Callable[[int], int]) -> None:
     assert site.start(_malleable("r1", 2), 2) == 2
     _started(site, "r1")
     other = background(2)
-    wait_for(lambda: scontrol_job(small_testbed, SITE, other)[0] == "RUNNING", 30,
+    wait_for(lambda: scontrol_job(versioned_testbed, SITE, other)[0] == "RUNNING", 30,
              "the background job to run")
     site.resizer = Resizer(site.ctl, run_tag=site.run_id, expand_wait=1.0)
     assert site.offer_grow("r1", 1) == 0
@@ -141,15 +142,15 @@ def test_refused_expansion_is_reported(site: SlurmCluster, small_testbed: Testbe
     assert "Unable to allocate resources" in result.reason
     job_id = site.slurm_id("r1")
     assert job_id is not None
-    assert scontrol_job(small_testbed, SITE, job_id)[:2] == ("RUNNING", 2)
-    queue = small_testbed.exec(SITE, ["squeue", "--noheader", "--format=%i %T %j"],
+    assert scontrol_job(versioned_testbed, SITE, job_id)[:2] == ("RUNNING", 2)
+    queue = versioned_testbed.exec(SITE, ["squeue", "--noheader", "--format=%i %T %j"],
                                check=True).stdout
     assert "m.helper" not in queue  # the helper allocation did not linger
     view = site.observe()
     assert view.idle == 0 and view.running[f"slurm:{SITE}:{other}"].managed is False
 
 
-def test_resize_command(site: SlurmCluster, small_testbed: Testbed, config_file: Path,
+def test_resize_command(site: SlurmCluster, versioned_testbed: Testbed, config_file: Path,
                         capsys: pytest.CaptureFixture[str],
                         background: Callable[[int], int]) -> None:
     assert site.start(_malleable("c1", 2), 2) == 2
@@ -160,12 +161,12 @@ def test_resize_command(site: SlurmCluster, small_testbed: Testbed, config_file:
     assert main([*base, str(job_id), "1"]) == 0
     assert "2 -> 1 nodes (asked 1): done" in capsys.readouterr().out
     assert main([*base, str(job_id), "3"]) == 0
-    assert scontrol_job(small_testbed, SITE, job_id)[:2] == ("RUNNING", 3)
+    assert scontrol_job(versioned_testbed, SITE, job_id)[:2] == ("RUNNING", 3)
     background(1)
-    wait_for(lambda: idle_nodes(small_testbed, SITE) == 0, 30, "the site to be full")
+    wait_for(lambda: idle_nodes(versioned_testbed, SITE) == 0, 30, "the site to be full")
     assert main([*base, "--expand-wait", "1", str(job_id), "4"]) == 3
     err = capsys.readouterr().err
     assert "refused" in err and "Unable to allocate resources" in err
-    assert scontrol_job(small_testbed, SITE, job_id)[:2] == ("RUNNING", 3)
+    assert scontrol_job(versioned_testbed, SITE, job_id)[:2] == ("RUNNING", 3)
     assert main([*base, "999999", "2"]) == 2
     assert "not known to Slurm" in capsys.readouterr().err

@@ -30,6 +30,11 @@ def test_every_action_has_help(action: str, capsys: pytest.CaptureFixture[str]) 
     (["status", "--name", "absent"], "no testbed named 'absent' is up"),
     (["config", "--name", "absent"], "no testbed named 'absent' is up"),
     (["exec", "--name", "absent", "vu", "--"], "no command given"),
+    (["up", "--topology", "small", "--slurm", "23.02"],
+     "unsupported Slurm version '23.02': choose one of 22.05, 24.11, 26.05"),
+    (["build", "--slurm", "25"], "unsupported Slurm version '25'"),
+    (["up", "--topology", "das3-mixed", "--slurm", "24.11"],
+     "the Slurm 24.11 image carries no OAR"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str,
                                           capsys: pytest.CaptureFixture[str]) -> None:

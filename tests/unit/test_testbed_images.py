@@ -157,3 +157,54 @@ def test_base_image_script_fails_without_a_source(tmp_path: Path) -> None:
 def test_missing_docker_binary_is_an_external_error() -> None:
     with pytest.raises(ExternalError, match="not installed"):
         Docker("/nonexistent/docker").docker_cmd("info")
+
+
+def test_another_version_builds_on_its_suites_base_without_oar() -> None:
+    docker = _Images({})
+    tag = images.ensure_image(docker, slurm="24.11")
+    script = next(c for c in docker.calls if c[0] == "bash")
+    assert script[2:] == ("malleable-base:trixie", "trixie")
+    wanted = images.context_hash(TB, images.package_dir(), "malleable-base:trixie", "24.11")
+    assert tag == f"{images.REPO}:{wanted}"
+    build = next(c for c in docker.calls if "build" in c)
+    assert "BASE_IMAGE=malleable-base:trixie" in build and "WITH_OAR=no" in build
+    assert f"{images.REPO}:slurm-24.11" in build and images.IMAGE not in build
+
+
+def test_the_default_version_keeps_oar_and_latest() -> None:
+    docker = _Images({"debian:bookworm": {"id": "sha256:b"}})
+    images.ensure_image(docker)
+    build = next(c for c in docker.calls if "build" in c)
+    assert "WITH_OAR=yes" in build and images.IMAGE in build
+
+
+def test_versions_hash_apart_and_a_present_public_base_is_used(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pkg = images.package_dir()
+    hashes = {images.context_hash(TB, pkg, "sha256:x", v) for v in ("22.05", "24.11", "26.05")}
+    assert len(hashes) == 3
+    monkeypatch.setenv("MALLEABLE_BASE_IMAGE", "env/debian:12")  # a bookworm image: not for sid
+    docker = _Images({"debian:sid": {"id": "sha256:sid"}})
+    assert images.ensure_base(docker, slurm="26.05") == "debian:sid"
+    assert not any(c[0] == "bash" for c in docker.calls)
+
+
+def test_base_image_script_substitutes_the_hosts_suite(tmp_path: Path) -> None:
+    d = tmp_path / "sources.list.d"
+    d.mkdir()
+    (d / "debian.sources").write_text(
+        "Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\n"
+        "Components: main\n\nTypes: deb\nURIs: http://sec.example/d\nSuites: bookworm-security\n"
+        "Components: main\n")
+    (d / "extra.list").write_text("deb http://one.example/d bookworm main\n"
+                                  "deb http://one.example/d bookworm-security main\n")
+    release = tmp_path / "os-release"
+    release.write_text("VERSION_CODENAME=bookworm\n")
+    out = subprocess.run(["bash", str(TB / "base-image.sh"), "--print-sources", "x", "sid"],
+                         capture_output=True, text=True, timeout=20,
+                         env={"MALLEABLE_APT_ETC": str(tmp_path), "PATH": "/usr/bin:/bin",
+                              "MALLEABLE_OS_RELEASE": str(release)})
+    assert out.returncode == 0, out.stderr
+    assert "URIs: http://mirror.example/debian\nSuites: sid\n" in out.stdout
+    assert "deb http://one.example/d sid main" in out.stdout
+    assert "sec.example" not in out.stdout and "bookworm" not in out.stdout

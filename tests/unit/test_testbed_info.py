@@ -66,3 +66,11 @@ def test_status_json_has_sites_keyed_by_name() -> None:
     assert doc["idle_nodes"] == 3 and doc["controllers_up"] == 1
     assert doc["containers"][0]["ssh_port"] == 4000
     assert json.loads(json.dumps(doc)) == doc
+
+
+def test_parse_version() -> None:
+    from malleable.testbed.info import parse_version
+
+    assert parse_version("slurm 22.05.8\n") == "22.05.8"
+    assert parse_version("slurm-wlm 26.05.5\n") == "26.05.5"
+    assert parse_version("") == "" and parse_version("sinfo: error\n") == ""

@@ -45,6 +45,8 @@ class FakeDocker(Docker):
         return Result(args, 0, out, "")
 
     def _exec(self, cmd: tuple[str, ...]) -> str:
+        if cmd == ("sinfo", "--version"):
+            return "slurm 24.11.5\n"
         if cmd[0] == "sinfo":
             return (DATA / "sinfo.txt").read_text()
         if cmd[0] == "squeue":
@@ -126,6 +128,24 @@ def test_status(tmp_path: Path) -> None:
     assert vu.idle == 4 and vu.jobs == 1 and vu.endpoint is not None
     assert status.up is False  # vu-c0 of the topology is missing from the recorded containers
     assert status.to_json()["sites"]["vu"]["node_states"] == {"idle": 4}
+    assert status.to_json()["sites"]["vu"]["slurm_version"] == "24.11.5"
+
+
+def test_the_record_keeps_the_slurm_version(tmp_path: Path) -> None:
+    tb, _ = _testbed(tmp_path, record=False)
+    write_record(tb.state, Record("proto", tb.project, TOPO, "img", "26.05"))
+    assert tb.record().slurm == "26.05"
+    doc = json.loads(tb.state.record_file.read_text())
+    del doc["slurm"]  # a record written before versions existed
+    tb.state.record_file.write_text(json.dumps(doc))
+    assert tb.record().slurm == "22.05"
+
+
+def test_up_refuses_another_version_of_a_running_testbed(tmp_path: Path) -> None:
+    tb, docker = _testbed(tmp_path)
+    docker.available = lambda: True  # type: ignore[method-assign]
+    with pytest.raises(InputError, match=r"already up with Slurm 22\.05"):
+        tb.up(TOPO, slurm="24.11")
 
 
 def test_status_of_a_testbed_that_is_not_up(tmp_path: Path) -> None:

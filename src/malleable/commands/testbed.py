@@ -15,6 +15,7 @@ from malleable.testbed.docker import Docker
 from malleable.testbed.info import TestbedStatus
 from malleable.testbed.runtime import Testbed, list_testbeds
 from malleable.testbed.topology import BUILTIN, load_topology
+from malleable.testbed.versions import check_topology
 
 _PHASES = {"images": "building images", "containers": "containers healthy",
            "nodes": "nodes idle"}
@@ -77,16 +78,21 @@ def _register_manage(tsub: Any) -> None:
     ls.set_defaults(func=run_list)
     bd = tsub.add_parser("build", help="build the base and testbed images (reused when present)",
                          description="Build the Debian base image (mmdebstrap) when no "
-                                     "bookworm image is present, then the testbed image when "
-                                     "its sources changed.")
+                                     "image of the Slurm version's suite is present, then the "
+                                     "testbed image when its sources changed.")
     _build_options(bd)
     bd.set_defaults(func=run_build)
 
 
 def _build_options(p: argparse.ArgumentParser) -> None:
+    from malleable.testbed.versions import DEFAULT, SUITES
+
+    choices = ", ".join(f"{v} (Debian {s})" for v, s in SUITES.items())
+    p.add_argument("--slurm", default=DEFAULT, metavar="{" + ",".join(SUITES) + "}",
+                   help=f"Slurm version: {choices}; default {DEFAULT}")
     p.add_argument("--base-image", metavar="IMAGE",
-                   help="base image (default: debian:bookworm if present, else a local "
-                        "mmdebstrap build)")
+                   help="base image (default: debian:SUITE if present, else a local "
+                        "mmdebstrap build of the version's Debian suite)")
     p.add_argument("--rebuild", action="store_true",
                    help="rebuild the testbed image even if it is up to date")
 
@@ -116,6 +122,7 @@ def run_up(args: argparse.Namespace) -> int:
     if not math.isfinite(args.timeout) or args.timeout <= 0:
         raise InputError("--timeout must be a positive number of seconds")
     topology = load_topology(args.topology).scaled(args.scale)
+    check_topology(topology, args.slurm)
     tb = Testbed(args.name)
     started = time.monotonic()
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -129,7 +136,7 @@ def run_up(args: argparse.Namespace) -> int:
             bar.update(tasks[phase], completed=done, total=total)
 
         status = tb.up(topology, base_image=args.base_image, rebuild=args.rebuild,
-                       timeout=args.timeout, progress=report)
+                       timeout=args.timeout, progress=report, slurm=args.slurm)
     if args.json:
         print(json.dumps(status.to_json(), indent=2))
     else:
@@ -145,12 +152,13 @@ def print_status(status: TestbedStatus) -> None:
 
     table = Table(title=f"testbed {status.name} ({status.topology}): "
                         f"{'up' if status.up else 'NOT READY'}")
-    for col in ("site", "controller", "nodes", "idle", "states", "jobs", "ssh"):
+    for col in ("site", "slurm", "controller", "nodes", "idle", "states", "jobs", "ssh"):
         table.add_column(col)
     for name, s in status.sites.items():
         ssh = f"{s.endpoint.host}:{s.endpoint.port}" if s.endpoint else "-"
         states = ", ".join(f"{k} {v}" for k, v in s.node_states.items()) or s.error or "-"
-        table.add_row(name, f"{s.controller} ({s.controller_health or s.controller_state})",
+        table.add_row(name, s.slurm_version or ("oar" if s.kind == "oar" else "-"),
+                      f"{s.controller} ({s.controller_health or s.controller_state})",
                       str(s.nodes), str(s.idle), states, str(s.jobs), ssh)
     Console().print(table)
     for c in status.containers:
@@ -219,10 +227,13 @@ def run_build(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from malleable.testbed import images
+    from malleable.testbed.versions import check
 
+    check(args.slurm)
     docker = Docker()
     docker.require_engine()
-    with Console(stderr=True).status("building the testbed images"):
-        image = images.ensure_image(docker, args.base_image, force=args.rebuild)
+    with Console(stderr=True).status(f"building the testbed images (Slurm {args.slurm})"):
+        image = images.ensure_image(docker, args.base_image, force=args.rebuild,
+                                    slurm=args.slurm)
     print(image)
     return 0

@@ -22,6 +22,7 @@ import malleable.testbed.images as images
 import malleable.testbed.info as info
 import malleable.testbed.oarconf as oarconf
 import malleable.testbed.secrets as secrets
+import malleable.testbed.versions as versions
 from malleable.errors import ExternalError, InputError
 from malleable.testbed.compose import compose_project
 from malleable.testbed.slurmconf import PARTITION, render_slurm_conf, render_slurmdbd_conf
@@ -45,7 +46,7 @@ def _noop(phase: str, done: int, total: int) -> None:
     return None
 
 
-def prepare(tb: Testbed, topology: Topology, image: str) -> None:
+def prepare(tb: Testbed, topology: Topology, image: str, slurm: str = versions.DEFAULT) -> None:
     """Write secrets, Slurm configuration, compose file and record into the state dir."""
     st = tb.state
     if st.path.exists():
@@ -72,7 +73,7 @@ def prepare(tb: Testbed, topology: Topology, image: str) -> None:
     secrets.write_known_hosts(st.secrets, _internal_names(topology))
     doc = compose_project(topology, tb.name, image, st.path)
     st.compose_file.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    write_record(st, Record(tb.name, tb.project, topology, image))
+    write_record(st, Record(tb.name, tb.project, topology, image, slurm))
 
 
 def _internal_names(topology: Topology) -> list[str]:
@@ -98,17 +99,28 @@ def finalize(tb: Testbed) -> None:
     tb.state.clusters_file.write_text(tb.config_toml(), encoding="utf-8")
 
 
+def _check_same(tb: Testbed, topology: Topology, slurm: str) -> None:
+    record = read_record(tb.state)
+    recorded = record.topology
+    if recorded != topology:
+        raise InputError(f"testbed {tb.name!r} is already up with topology {recorded.name!r};"
+                         f" take it down first (malleable testbed down --name {tb.name}) or "
+                         "use another --name")
+    if record.slurm != slurm:
+        raise InputError(f"testbed {tb.name!r} is already up with Slurm {record.slurm}; take "
+                         f"it down first (malleable testbed down --name {tb.name}) or use "
+                         "another --name")
+
+
 def up(tb: Testbed, topology: Topology, *, base_image: str | None, rebuild: bool,
-       timeout: float, progress: Progress | None) -> info.TestbedStatus:
+       timeout: float, progress: Progress | None,
+       slurm: str = versions.DEFAULT) -> info.TestbedStatus:
     report = progress or _noop
+    versions.check_topology(topology, slurm)
     tb.docker.require_engine()
     existing = tb.containers()
     if existing and tb.state.exists():
-        recorded = read_record(tb.state).topology
-        if recorded != topology:
-            raise InputError(f"testbed {tb.name!r} is already up with topology {recorded.name!r};"
-                             f" take it down first (malleable testbed down --name {tb.name}) or "
-                             "use another --name")
+        _check_same(tb, topology, slurm)
         logger.info("testbed %s is already up; checking its health", tb.name)
         settled = USABLE  # nodes may be running jobs: they only have to answer
     else:
@@ -116,9 +128,9 @@ def up(tb: Testbed, topology: Topology, *, base_image: str | None, rebuild: bool
         if existing:
             _remove_leftovers(tb, existing)
         report("images", 0, 1)
-        image = images.ensure_image(tb.docker, base_image, force=rebuild)
+        image = images.ensure_image(tb.docker, base_image, force=rebuild, slurm=slurm)
         report("images", 1, 1)
-        prepare(tb, topology, image)
+        prepare(tb, topology, image, slurm)
         report("containers", 0, 1)
         tb.docker.compose(tb.project, str(tb.state.compose_file), "up", "--detach",
                           "--remove-orphans", timeout=COMPOSE_UP_TIMEOUT)

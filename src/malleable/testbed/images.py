@@ -1,11 +1,14 @@
-"""The testbed's images: a Debian bookworm base, and the testbed image built on it.
+"""The testbed's images: a Debian base per Slurm version, and the testbed image built on it.
 
-The base is ``debian:bookworm`` when that image is present (or named with
-``MALLEABLE_BASE_IMAGE``); otherwise ``malleable-base:bookworm`` is built locally by
-``testbed/base-image.sh`` (mmdebstrap of the host's own apt sources, then ``docker
-import``). The testbed image carries a label with a hash of its build context (the
-Dockerfile, the scripts, the malleable sources and the base image's id) and is tagged with
-it: it is built only when no image of that hash exists.
+The default version (Slurm 22.05) builds on ``debian:bookworm`` when that image is present
+(or the image named with ``MALLEABLE_BASE_IMAGE``); otherwise ``malleable-base:bookworm``
+is built locally by ``testbed/base-image.sh`` (mmdebstrap of the host's own apt sources,
+then ``docker import``). Other versions use their suite's base the same way
+(:mod:`.versions`: ``malleable-base:trixie`` for 24.11, ``malleable-base:sid`` for 26.05).
+The testbed image carries a label with a hash of its build context (the Dockerfile, the
+scripts, the malleable sources, the Slurm version and the base image's id) and is tagged
+with it: it is built only when no image of that hash exists. The default version's image
+is also ``malleable-testbed:latest``; another version's is ``malleable-testbed:slurm-V``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import malleable.testbed.versions as versions
 from malleable.errors import ExternalError
 from malleable.testbed.docker import Docker
 
@@ -59,9 +63,12 @@ def _source_files(root: Path) -> Iterator[Path]:
             yield path
 
 
-def context_hash(tb_dir: Path, pkg_dir: Path, base_id: str) -> str:
+def context_hash(tb_dir: Path, pkg_dir: Path, base_id: str,
+                 slurm: str = versions.DEFAULT) -> str:
     """Hash of everything the testbed image is built from."""
     digest = hashlib.sha256(base_id.encode())
+    if slurm != versions.DEFAULT:  # the default's hash stays what it was
+        digest.update(b"slurm\0" + slurm.encode())
     for name in CONTEXT_FILES:
         digest.update(name.encode() + b"\0" + (tb_dir / name).read_bytes())
     for path in _source_files(pkg_dir):
@@ -80,23 +87,30 @@ def image_label(docker: Docker, image: str, label: str) -> str | None:
     return result.stdout.strip() if result.ok else None
 
 
-def ensure_base(docker: Docker, base: str | None = None, *, local: str = LOCAL_BASE) -> str:
-    """The base image to build on, building ``local`` when nothing else is present."""
-    base = base or os.environ.get("MALLEABLE_BASE_IMAGE")
+def ensure_base(docker: Docker, base: str | None = None, *, local: str | None = None,
+                slurm: str = versions.DEFAULT) -> str:
+    """The base image to build on, building ``local`` when nothing else is present.
+
+    ``MALLEABLE_BASE_IMAGE`` names a bookworm image: it applies to the default version only.
+    """
+    if slurm == versions.DEFAULT:
+        base = base or os.environ.get("MALLEABLE_BASE_IMAGE")
     if base:
         return base
-    for candidate in (PUBLIC_BASE, local):
+    local = local or versions.local_base(slurm)
+    for candidate in (versions.public_base(slurm), local):
         if image_id(docker, candidate):
             return candidate
-    build_base(docker, local)
+    build_base(docker, local, versions.suite(slurm))
     return local
 
 
-def build_base(docker: Docker, tag: str = LOCAL_BASE) -> None:
-    """Build a bookworm base image with mmdebstrap from the host's apt sources (~20 s)."""
-    logger.info("building %s with mmdebstrap from the host's apt sources", tag)
+def build_base(docker: Docker, tag: str = LOCAL_BASE, suite: str = "bookworm") -> None:
+    """Build a Debian base image of ``suite`` with mmdebstrap from the host's apt sources
+    (bookworm ~20 s; trixie and sid a few minutes)."""
+    logger.info("building %s (%s) with mmdebstrap from the host's apt sources", tag, suite)
     script = testbed_dir() / "base-image.sh"
-    docker.run(("bash", str(script), tag), timeout=BASE_TIMEOUT)
+    docker.run(("bash", str(script), tag, suite), timeout=BASE_TIMEOUT)
 
 
 def _prepare_context(ctx: Path, tb_dir: Path, pkg_dir: Path) -> None:
@@ -110,29 +124,33 @@ def _prepare_context(ctx: Path, tb_dir: Path, pkg_dir: Path) -> None:
 
 
 def ensure_image(docker: Docker, base: str | None = None, *, force: bool = False,
-                 repo: str = REPO, no_cache: bool = False) -> str:
-    """Build the testbed image unless one from the same context exists; return its tag.
+                 repo: str = REPO, no_cache: bool = False, slurm: str = versions.DEFAULT) -> str:
+    """Build the testbed image of Slurm version ``slurm`` unless one from the same context
+    exists; return its tag.
 
-    The tag is ``REPO:<context hash>`` (also tagged ``REPO:latest``), so checkouts with
-    different sources never overwrite each other's image. ``no_cache`` rebuilds every
-    layer (the benchmark's cold build).
+    The tag is ``REPO:<context hash>`` (also tagged ``REPO:latest`` for the default version,
+    ``REPO:slurm-V`` for another), so checkouts with different sources never overwrite each
+    other's image. ``no_cache`` rebuilds every layer (the benchmark's cold build).
     """
-    base = ensure_base(docker, base)
+    versions.check(slurm)
+    base = ensure_base(docker, base, slurm=slurm)
     base_id = image_id(docker, base) or base
     tb_dir, pkg_dir = testbed_dir(), package_dir()
-    wanted = context_hash(tb_dir, pkg_dir, base_id)
+    wanted = context_hash(tb_dir, pkg_dir, base_id, slurm)
     tag = f"{repo}:{wanted}"
     if not force and image_label(docker, tag, LABEL_CONTEXT) == wanted:
         logger.info("image %s is up to date", tag)
         return tag
-    logger.info("building %s from %s", tag, base)
+    logger.info("building %s from %s (Slurm %s)", tag, base, slurm)
+    alias = f"{repo}:latest" if slurm == versions.DEFAULT else f"{repo}:slurm-{slurm}"
     with tempfile.TemporaryDirectory(prefix="malleable-testbed-") as tmp:
         ctx = Path(tmp)
         _prepare_context(ctx, tb_dir, pkg_dir)
         docker.docker_cmd("build", "--quiet", *(("--no-cache",) if no_cache else ()),
                           "--build-arg", f"BASE_IMAGE={base}",
+                          "--build-arg", f"WITH_OAR={'yes' if versions.has_oar(slurm) else 'no'}",
                           "--label", f"{LABEL_CONTEXT}={wanted}", "--tag", tag,
-                          "--tag", f"{repo}:latest", str(ctx), timeout=BUILD_TIMEOUT)
+                          "--tag", alias, str(ctx), timeout=BUILD_TIMEOUT)
     prune_old_images(docker)
     return tag
 

@@ -22,6 +22,8 @@ PUBLISH_HOST = "127.0.0.1"
 SINFO_ARGS = ("sinfo", "--noheader", "--Node", "--format=%N %T")
 #: ``squeue`` format: one line per job, ``JOBID STATE``.
 SQUEUE_ARGS = ("squeue", "--noheader", "--format=%i %T")
+#: The site's Slurm version (``slurm 24.11.5``).
+VERSION_ARGS = ("sinfo", "--version")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +84,8 @@ class SiteStatus:
     endpoint: SiteEndpoint | None
     error: str = ""
     kind: str = "slurm"
+    slurm_version: str = ""
+    """The site's Slurm version as its client reports it (``24.11.5``; empty for OAR)."""
 
     @property
     def idle(self) -> int:
@@ -175,6 +179,17 @@ def parse_sinfo(text: str) -> dict[str, str]:
 
 def count_states(states: dict[str, str]) -> dict[str, int]:
     return dict(sorted(Counter(states.values()).items()))
+
+
+def parse_version(text: str) -> str:
+    """The version of ``sinfo --version`` (``slurm 24.11.5`` -> ``24.11.5``; '' if none)."""
+    from malleable.adapters.slurm.parse import ParseError
+    from malleable.adapters.slurm.parse import parse_version as parse
+
+    try:
+        return parse(text)
+    except ParseError:
+        return ""
 
 
 def parse_squeue(text: str) -> dict[str, str]:

@@ -25,6 +25,7 @@ from malleable.testbed.info import Container, SiteEndpoint, SiteStatus, TestbedS
 from malleable.testbed.slurmconf import PARTITION
 from malleable.testbed.state import Record, StateDir, read_record, state_root
 from malleable.testbed.topology import Topology
+from malleable.testbed.versions import DEFAULT as DEFAULT_SLURM
 
 logger = logging.getLogger(__name__)
 
@@ -161,10 +162,12 @@ class Testbed:
             return self._oar_status(site, ctl, nodes, endpoint)
         sinfo = self.exec(site, info.SINFO_ARGS, timeout=30)
         squeue = self.exec(site, info.SQUEUE_ARGS, timeout=30)
+        version = self.exec(site, info.VERSION_ARGS, timeout=30)
         error = "; ".join(r.stderr.strip() for r in (sinfo, squeue) if not r.ok)
         return SiteStatus(site, ctl.hostname, ctl.state, ctl.health, nodes,
                           info.count_states(info.parse_sinfo(sinfo.stdout)),
-                          len(info.parse_squeue(squeue.stdout)), endpoint, error)
+                          len(info.parse_squeue(squeue.stdout)), endpoint, error,
+                          slurm_version=info.parse_version(version.stdout) if version.ok else "")
 
     def _oar_status(self, site: str, ctl: Container, nodes: int,
                     endpoint: SiteEndpoint | None) -> SiteStatus:
@@ -198,12 +201,14 @@ class Testbed:
 
     # -- life cycle (see bringup.py) -----------------------------------------------------
     def up(self, topology: Topology, *, base_image: str | None = None, rebuild: bool = False,
-           timeout: float = 600.0, progress: Progress | None = None) -> TestbedStatus:
-        """Bring the testbed up (idempotent for the same topology); return its status."""
+           timeout: float = 600.0, progress: Progress | None = None,
+           slurm: str = DEFAULT_SLURM) -> TestbedStatus:
+        """Bring the testbed up with Slurm version ``slurm`` (idempotent for the same
+        topology and version); return its status."""
         import malleable.testbed.bringup as bringup
 
         return bringup.up(self, topology, base_image=base_image, rebuild=rebuild,
-                          timeout=timeout, progress=progress)
+                          timeout=timeout, progress=progress, slurm=slurm)
 
     def down(self, *, timeout: float = 120.0) -> None:
         """Cancel every job, then remove containers, network and state (secrets included)."""

@@ -3,7 +3,7 @@
 ``$MALLEABLE_TESTBED_STATE/NAME`` (default ``$XDG_STATE_HOME/malleable/testbeds/NAME``,
 i.e. ``~/.local/state/malleable/testbeds/NAME``)::
 
-    testbed.json        name, project, topology, image (written at bring-up)
+    testbed.json        name, project, topology, image, Slurm version (written at bring-up)
     compose.yml         the compose project (JSON)
     clusters.toml       the clusters config (what `malleable testbed config` prints)
     secrets/            munge key, SSH host and user keys, known_hosts, database password
@@ -21,6 +21,7 @@ from typing import Any
 
 from malleable.errors import InputError
 from malleable.testbed.topology import Site, Topology
+from malleable.testbed.versions import DEFAULT
 
 
 def state_root() -> Path:
@@ -74,10 +75,13 @@ class Record:
     project: str
     topology: Topology
     image: str
+    slurm: str = DEFAULT
+    """The Slurm version (major.minor) the testbed was brought up with."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name, "project": self.project, "image": self.image,
+            "slurm": self.slurm,
             "topology": {"name": self.topology.name,
                          "sites": [{"name": s.name, "nodes": s.nodes, "containers": s.containers,
                                     "kind": s.kind}
@@ -89,7 +93,8 @@ class Record:
         topo = doc["topology"]
         sites = tuple(Site(s["name"], int(s["nodes"]), int(s["containers"]),
                            str(s.get("kind", "slurm"))) for s in topo["sites"])
-        return cls(doc["name"], doc["project"], Topology(topo["name"], sites), doc["image"])
+        return cls(doc["name"], doc["project"], Topology(topo["name"], sites), doc["image"],
+                   str(doc.get("slurm", DEFAULT)))
 
 
 def write_record(state: StateDir, record: Record) -> None:

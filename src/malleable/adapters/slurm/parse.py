@@ -5,7 +5,12 @@
 * ``sinfo --json`` -> :class:`SlurmNode` list;
 * ``scontrol -o show job`` -> one :class:`SlurmJob` per line;
 * ``sacct --parsable2`` (with its header) -> :class:`SlurmJob` list;
-* ``sbatch --parsable`` and ``salloc`` messages -> job ids.
+* ``sbatch --parsable`` and ``salloc`` messages -> job ids;
+* ``sinfo --version`` -> the version (:func:`parse_version`, :func:`version_tuple`).
+
+The same parsers read Slurm 22.05, 24.11 and 26.05 (recorded in tests/data/slurm/V/);
+where the JSON differs between versions, both shapes are read (docs/slurm.md lists the
+differences).
 
 Slurm job states map to :class:`~malleable.model.JobState` through :data:`JOB_STATES`;
 anything not in the table is ``UNKNOWN`` (never taken for completed). Whether a job holds
@@ -318,6 +323,25 @@ def parse_sacct(text: str) -> list[SlurmJob]:
 
 def _epoch(text: str) -> float | None:
     return float(text) if text.isdigit() and int(text) > 0 else None
+
+
+_VERSION = re.compile(r"^slurm(?:-wlm)?\s+(\d+)\.(\d+)(?:\.(\d+))?", re.MULTILINE)
+
+
+def parse_version(text: str) -> str:
+    """The version ``sinfo --version`` prints (``slurm 24.11.5`` -> ``24.11.5``)."""
+    match = _VERSION.search(text.strip())
+    if match is None:
+        raise ParseError(f"not a Slurm version: {text.strip()[:60]!r}")
+    return ".".join(g for g in match.groups() if g is not None)
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """``24.11.5`` -> ``(24, 11, 5)``, for comparisons."""
+    try:
+        return tuple(int(part) for part in version.split("."))
+    except ValueError:
+        raise ParseError(f"not a Slurm version: {version!r}") from None
 
 
 _GRANTED = re.compile(r"Granted job allocation (\d+)")

@@ -1,0 +1,82 @@
+"""What each Slurm version prints, read by the adapter's parsers: a fixed scenario (a job
+shrunk and grown with the expand protocol, another user's running job, a pending job) on
+the ``uva`` site of each version's testbed, checked the same way on every version.
+
+With ``MALLEABLE_RECORD_SLURM=DIR`` the outputs are also written to ``DIR/VERSION/``; that
+is how ``tests/data/slurm/{22.05,24.11,26.05}/`` were recorded (the unit tests in
+tests/unit/test_slurm_versions.py, with the same checks read them without a testbed).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from malleable.adapters.slurm.parse import parse_salloc, parse_scontrol_jobs
+from malleable.testbed import Testbed
+from tests.fakes.slurm_versions import check_outputs
+from tests.fakes.waits import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+SITE = "uva"
+SACCT = ["env", "SLURM_TIME_FORMAT=%s", "sacct", "-X", "--parsable2", "--allusers",
+         "--format=JobID,JobName,State,NNodes,Start,End"]
+
+
+def _as(tb: Testbed, user: str, argv: list[str]) -> str:
+    result = tb.exec(SITE, argv, user=user, timeout=60)
+    assert result.ok, f"{argv}: {result.stderr}"
+    return result.stdout + result.stderr
+
+
+def _nodes(tb: Testbed, job: int) -> tuple[str, int]:
+    found = parse_scontrol_jobs(_as(tb, "root", ["scontrol", "-o", "show", "job", str(job)]))
+    return found[0].state_raw, found[0].nodes
+
+
+def run_scenario(tb: Testbed) -> dict[str, str]:
+    """Submit, shrink, expand; return what the adapter's commands print (by file name)."""
+    out = {"version.txt": _as(tb, "root", ["sinfo", "--version"]),
+           "sinfo_idle.json": _as(tb, "root", ["sinfo", "--json"])}
+    grow = int(_as(tb, "malleable", ["sbatch", "--parsable", "-N3", "--exclusive",
+                                     "--job-name=grow", "--output=/dev/null", "--wrap",
+                                     "sleep 300"]).split(";")[0])
+    wait_for(lambda: _nodes(tb, grow) == ("RUNNING", 3), 60, "the job to run on 3 nodes")
+    _as(tb, "malleable", ["scontrol", "update", f"JobId={grow}", "NumNodes=1"])
+    wait_for(lambda: _nodes(tb, grow) == ("RUNNING", 1), 30, "the job to shrink to 1")
+    helper, granted = parse_salloc(_as(tb, "malleable", [
+        "salloc", "--no-shell", "--immediate=20", "-N1", "--exclusive",
+        f"--dependency=expand:{grow}", "--job-name=helper"]))
+    assert granted and helper is not None
+    _as(tb, "malleable", ["scontrol", "update", f"JobId={helper}", "NumNodes=0"])
+    _as(tb, "malleable", ["scancel", str(helper)])
+    _as(tb, "malleable", ["scontrol", "update", f"JobId={grow}", "NumNodes=ALL"])
+    wait_for(lambda: _nodes(tb, grow) == ("RUNNING", 2), 30, "the job to grow to 2")
+    other = _as(tb, "alice", ["sbatch", "--parsable", "-N1", "--job-name=other",
+                              "--output=/dev/null", "--wrap", "sleep 300"]).strip()
+    wait_for(lambda: _nodes(tb, int(other))[0] == "RUNNING", 30, "alice's job to run")
+    waiting = _as(tb, "bob", ["sbatch", "--parsable", "-N4", "--job-name=waiting",
+                              "--output=/dev/null", "--wrap", "true"]).strip()
+    ids = f"{grow},{helper},{other},{waiting}"
+    out |= {"squeue.json": _as(tb, "root", ["squeue", "--json"]),
+            "sinfo_busy.json": _as(tb, "root", ["sinfo", "--json"]),
+            "scontrol.txt": _as(tb, "root", ["scontrol", "-o", "show", "job"]),
+            "sacct.txt": _as(tb, "root", [*SACCT, f"--jobs={ids}"]),
+            "ids.txt": ids + "\n"}
+    _as(tb, "root", ["scancel", str(grow), other, waiting])
+    return out
+
+
+def test_each_version_prints_what_the_parsers_read(versioned_testbed: Testbed) -> None:
+    out = run_scenario(versioned_testbed)
+    version = check_outputs(out)
+    assert version.startswith(versioned_testbed.record().slurm + ".")
+    target = os.environ.get("MALLEABLE_RECORD_SLURM")
+    if target:
+        folder = Path(target) / versioned_testbed.record().slurm
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in out.items():
+            (folder / name).write_text(text)
