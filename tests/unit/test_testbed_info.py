@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from malleable.testbed.info import (
     Container,
     SiteStatus,
@@ -66,3 +68,16 @@ def test_status_json_has_sites_keyed_by_name() -> None:
     assert doc["idle_nodes"] == 3 and doc["controllers_up"] == 1
     assert doc["containers"][0]["ssh_port"] == 4000
     assert json.loads(json.dumps(doc)) == doc
+
+
+def test_status_table_prints_each_sites_kind(capsys: pytest.CaptureFixture[str]) -> None:
+    from malleable.commands.testbed import print_status
+
+    slurm = SiteStatus("vu", "vu-ctl", "running", "healthy", 4, {"idle": 4}, 0, None)
+    oar = SiteStatus("grid", "grid-ctl", "running", "healthy", 4, {"idle": 4}, 0, None,
+                     kind="oar")
+    print_status(TestbedStatus("t", "malleable-t", "mixed", True, {"vu": slurm, "grid": oar}))
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip()
+            for line in capsys.readouterr().out.splitlines()
+            if line.count("│") > 3 and line.split("│")[1].strip() in ("vu", "grid")}
+    assert rows == {"vu": "slurm", "grid": "oar"}
