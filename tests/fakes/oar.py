@@ -33,6 +33,7 @@ class FakeOarJob:
     events: list[str] = field(default_factory=list)
     exit_code: int | None = None
     wait: int = 0
+    walltime: int = 7200
 
 
 @dataclass
@@ -66,8 +67,9 @@ class FakeOar:
         busy = {n for j in self.jobs.values() if j.state == "Running" for n in j.nodes}
         return [n for n in self.node_names if n not in busy]
 
-    def add_job(self, nodes: int, name: str = "bg") -> FakeOarJob:
+    def add_job(self, nodes: int, name: str = "bg", walltime: int = 7200) -> FakeOarJob:
         job = self._new(name, nodes, "sleep 1000")
+        job.walltime = walltime
         self._schedule()
         return job
 
@@ -119,6 +121,8 @@ class FakeOar:
     def _oarsub(self, count: int, args: list[str]) -> Result:
         name, resources = args[args.index("-n") + 1], args[args.index("-l") + 1]
         want = int(resources.split(",")[0].removeprefix("nodes="))
+        hms = [int(x) for x in resources.split("walltime=")[1].split(":")] \
+            if "walltime=" in resources else [2, 0, 0]
         out = []
         for _ in range(count):
             if want > len(self.node_names):
@@ -126,6 +130,7 @@ class FakeOar:
                            "There are not enough resources for your request\n")
                 return Result(8, "".join(out), "")
             job = self._new(name, want, args[-1])
+            job.walltime = hms[0] * 3600 + hms[1] * 60 + hms[2]
             out.append(f"[ADMISSION RULE] Modify resource description\nOAR_JOB_ID={job.job_id}\n"
                        f"\n##########\n{{\n   \"job_id\" : {job.job_id}\n}}\n\n##########\n")
         self._schedule()
@@ -148,9 +153,15 @@ class FakeOar:
         for job in jobs:
             doc = {"Job_Id": job.job_id, "name": job.name, "owner": "malleable",
                    "state": job.state, "assigned_network_address": job.nodes,
-                   "submissionTime": job.submit, "startTime": job.start, "command": job.command}
+                   "submissionTime": job.submit, "startTime": job.start, "command": job.command,
+                   "message": f"R={job.want},W={_hms(job.walltime)},J=B (Karma=0.000,quota_ok)"}
             if full:
-                doc.update(stopTime=job.stop, exit_code=job.exit_code,
+                doc.update(stopTime=job.stop, exit_code=job.exit_code, walltime=job.walltime,
                            events=[{"type": e} for e in job.events])
             out[str(job.job_id)] = doc
         return json.dumps(out)
+
+
+def _hms(seconds: int) -> str:
+    """OAR's ``W=`` form of a wall time (no padding: ``0:5:0``)."""
+    return f"{seconds // 3600}:{seconds % 3600 // 60}:{seconds % 60}"

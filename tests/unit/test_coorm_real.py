@@ -100,13 +100,3 @@ def test_a_background_end_is_bit_for_bit_the_same_on_every_poll() -> None:
     source = SlurmCapSource({"vu": site}, epoch=lambda: next(wall))
     ends = {b.end for now in nows for b in source.busy(now)}
     assert len(ends) == 1 and ends.pop() == pytest.approx(595.0521, abs=1e-6)
-
-
-def test_oar_sites_are_refused_by_the_real_views_with_a_clear_message() -> None:
-    from malleable.config import parse_config
-    from malleable.coorm.real import slurm_sites
-    from malleable.errors import InputError
-
-    config = parse_config({"clusters": {"vu": {"kind": "slurm"}, "leiden": {"kind": "oar"}}})
-    with pytest.raises(InputError, match="Slurm sites only; not: leiden"):
-        slurm_sites(config)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from malleable.testbed.info import (
     Container,
     SiteStatus,
@@ -68,9 +70,23 @@ def test_status_json_has_sites_keyed_by_name() -> None:
     assert json.loads(json.dumps(doc)) == doc
 
 
+<<<<<<< HEAD
 def test_parse_version() -> None:
     from malleable.testbed.info import parse_version
 
     assert parse_version("slurm 22.05.8\n") == "22.05.8"
     assert parse_version("slurm-wlm 26.05.5\n") == "26.05.5"
     assert parse_version("") == "" and parse_version("sinfo: error\n") == ""
+=======
+def test_status_table_prints_each_sites_kind(capsys: pytest.CaptureFixture[str]) -> None:
+    from malleable.commands.testbed import print_status
+
+    slurm = SiteStatus("vu", "vu-ctl", "running", "healthy", 4, {"idle": 4}, 0, None)
+    oar = SiteStatus("grid", "grid-ctl", "running", "healthy", 4, {"idle": 4}, 0, None,
+                     kind="oar")
+    print_status(TestbedStatus("t", "malleable-t", "mixed", True, {"vu": slurm, "grid": oar}))
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip()
+            for line in capsys.readouterr().out.splitlines()
+            if line.count("│") > 3 and line.split("│")[1].strip() in ("vu", "grid")}
+    assert rows == {"vu": "slurm", "grid": "oar"}
+>>>>>>> oar2

@@ -50,9 +50,9 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kill-grace", type=float, default=1.0,
                    help="kill an application this long after its allocation ends (default 1 s)")
     p.add_argument("--config", default=None, metavar="FILE",
-                   help="real views: serve the Slurm sites of this clusters config (as "
-                        "`malleable testbed config` prints) instead of the paper's model; "
-                        "starts become Slurm jobs")
+                   help="real views: serve the Slurm and OAR sites of this clusters config "
+                        "(as `malleable testbed config` prints) instead of the paper's model; "
+                        "starts become Slurm or OAR jobs")
 
 
 def _run_launch(args: argparse.Namespace) -> int:
@@ -91,9 +91,9 @@ def run_serve(args: argparse.Namespace) -> int:
             asyncio.run(serve(core, args.host, args.port, ready))
     finally:
         if args.config is not None:
-            from malleable.coorm.real import SlurmCoorm
-            if isinstance(core, SlurmCoorm):
-                core.close()  # cancel the Slurm jobs still held for applications
+            from malleable.coorm.real import RealCoorm
+            if isinstance(core, RealCoorm):
+                core.close()  # cancel the jobs still held for applications
         signal.signal(signal.SIGTERM, previous)
     return 0
 

@@ -152,12 +152,13 @@ def print_status(status: TestbedStatus) -> None:
 
     table = Table(title=f"testbed {status.name} ({status.topology}): "
                         f"{'up' if status.up else 'NOT READY'}")
-    for col in ("site", "slurm", "controller", "nodes", "idle", "states", "jobs", "ssh"):
+    for col in ("site", "kind", "version", "controller", "nodes", "idle", "states", "jobs",
+                "ssh"):
         table.add_column(col)
     for name, s in status.sites.items():
         ssh = f"{s.endpoint.host}:{s.endpoint.port}" if s.endpoint else "-"
         states = ", ".join(f"{k} {v}" for k, v in s.node_states.items()) or s.error or "-"
-        table.add_row(name, s.slurm_version or ("oar" if s.kind == "oar" else "-"),
+        table.add_row(name, s.kind, s.slurm_version or "-",
                       f"{s.controller} ({s.controller_health or s.controller_state})",
                       str(s.nodes), str(s.idle), states, str(s.jobs), ssh)
     Console().print(table)

@@ -5,8 +5,9 @@ re-selects on every new view (after its adaptation delay) and sends the
 request when it changed, deploys the payload on ``startNotify`` and sends
 ``done`` when it ends. The payload is a sleep for the application model's run
 time on the hosts it got, or a command (``COORM_HOSTS`` lists the host ids; on
-real sites ``COORM_SLURM_JOBS`` lists ``SITE:JOBID`` of the Slurm jobs holding
-them, so the command can run its processes there, e.g. ``srun --jobid``).
+real sites ``COORM_JOBS`` lists ``SITE:JOBID`` of the Slurm or OAR jobs holding
+them, so the command can run its processes there, e.g. ``srun --jobid`` on Slurm,
+``oarstat -fJ -j JOBID`` for the nodes on OAR; ``COORM_SLURM_JOBS`` is its older name).
 """
 
 from __future__ import annotations
@@ -165,7 +166,8 @@ class _Session:
         env = dict(os.environ)
         env["COORM_HOSTS"] = " ".join(r for rs in msg.rids.values() for r in rs)
         if msg.jobs:  # a real site: where the application's nodes are held
-            env["COORM_SLURM_JOBS"] = " ".join(f"{c}:{j}" for c, j in sorted(msg.jobs.items()))
+            jobs = " ".join(f"{c}:{j}" for c, j in sorted(msg.jobs.items()))
+            env["COORM_JOBS"] = env["COORM_SLURM_JOBS"] = jobs
         proc = await asyncio.create_subprocess_exec(*self.command, env=env)
         try:
             self.result.exit_code = await proc.wait()

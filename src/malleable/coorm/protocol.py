@@ -167,7 +167,7 @@ class StartNotify(Message):
     """The hosts (RIDs) the application may use now, per cluster.
 
     ``jobs`` is set only by a service over real sites (``coorm/real.py``): the id of
-    the Slurm job holding the application's nodes, per cluster (= site). It is left
+    the Slurm or OAR job holding the application's nodes, per cluster (= site). It is left
     out of the encoding when empty, so simulated traffic is unchanged.
     """
 
@@ -361,7 +361,7 @@ def _parse_rids(d: Any) -> dict[str, tuple[str, ...]]:
 
 def _parse_jobs(d: Any) -> dict[str, int]:
     if not isinstance(d, dict):
-        raise ValueError("jobs must be an object mapping cluster id to a Slurm job id")
+        raise ValueError("jobs must be an object mapping cluster id to a job id")
     return {_str(c, "jobs key"): _int(j, "job id") for c, j in d.items()}
 
 

@@ -1,20 +1,22 @@
-"""Real views: a CooRM RMS over Slurm sites (the testbed's, or any configured ones).
+"""Real views: a CooRM RMS over real sites, Slurm and OAR (the testbed's, or any configured).
 
-* **Clusters**: one per configured Slurm site (its id is the site's name), with
-  as many hosts as the site has nodes in service (minus its reserve), observed
-  once through :class:`~malleable.adapters.slurm.SlurmCluster` at start-up.
-* **CAPs**: :class:`SlurmCapSource` polls each site (``sinfo``/``squeue`` in one
-  call) whenever the policy runs. A running job that CooRM did not start holds
-  its nodes until Slurm's expected end (start + time limit, ``EndTime`` in
-  squeue); nodes that are neither idle nor held by a listed job (down, drained)
-  count as taken until further notice. Jobs CooRM started are in its own books
-  and are left out.
-* **Starts**: when the core answers ``startNotify``, :class:`SlurmCoorm` submits
-  one Slurm job per site of the allocation (:func:`site_sizes` maps the host ids
-  to sites), exclusive, with ``--nodes`` the host count and a time limit of the
-  requested duration (rounded up to Slurm's minutes). The job's script holds the
-  allocation for the requested duration; a ``done`` or a kill cancels it. A
-  submission Slurm refuses turns the start into a ``killNotify``.
+* **Clusters**: one per configured site (its id is the site's name), with as many
+  hosts as the site has nodes in service (minus its reserve), observed once through
+  the site's adapter (:class:`~malleable.adapters.slurm.SlurmCluster` or
+  :class:`~malleable.adapters.oar.cluster.OarCluster`) at start-up.
+* **CAPs**: :class:`RealCapSource` polls each site whenever the policy runs (Slurm:
+  ``sinfo``/``squeue`` in one call; OAR: ``oarnodes -J``/``oarstat -J`` in one call).
+  A running job that CooRM did not start holds its nodes until its expected end:
+  Slurm's ``EndTime`` (start + time limit), OAR's ``startTime`` + wall time
+  (:mod:`malleable.coorm.oar_views`). Nodes that are neither idle nor held by a listed
+  job (down, drained) count as taken until further notice. Jobs CooRM started are in
+  its own books and are left out.
+* **Starts**: when the core answers ``startNotify``, :class:`RealCoorm` submits one job
+  per site of the allocation (:func:`site_sizes` maps the host ids to sites), with the
+  host count and a time limit of the requested duration rounded up to whole minutes
+  (Slurm: ``sbatch --exclusive --nodes``; OAR: ``oarsub -l nodes=N,walltime=...``).
+  The job's script holds the allocation for the requested duration; a ``done`` or a
+  kill cancels it. A submission the site refuses turns the start into a ``killNotify``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from malleable.adapters.oar.cluster import OarCluster
 from malleable.adapters.slurm import Payload, SlurmCluster
 from malleable.adapters.slurm.ctl import Poll
 from malleable.adapters.slurm.parse import holds_nodes
@@ -33,17 +36,21 @@ from malleable.adapters.slurm.sites import ctl_for
 from malleable.clock import ScaledClock
 from malleable.config import ClustersConfig
 from malleable.coorm.core import CooRMCore, CoreConfig, Outgoing
+from malleable.coorm.oar_views import OarWalltimePayload, busy_from_oar_poll
 from malleable.coorm.policy import Busy
 from malleable.coorm.protocol import ClusterInfo, KillNotify, StartNotify
 from malleable.coorm.resources import Platform, hierarchical_links
 from malleable.coorm.sources import OVERRUN_GRACE
-from malleable.errors import ExternalError, InputError
+from malleable.errors import ExternalError
 from malleable.model import JobKind, JobSpec
 
 logger = logging.getLogger(__name__)
 
 #: How far the service clock may drift from the wall clock before CAPs are re-based.
 STABLE_OFFSET = 1.0
+
+#: The adapter of a site CooRM serves, by the site's kind.
+RealSite = SlurmCluster | OarCluster
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,10 +117,10 @@ def busy_from_poll(cid: str, poll: Poll, now: float, offset: float, *,
     return out
 
 
-class SlurmCapSource:
-    """A :class:`~malleable.coorm.sources.CapSource` reading Slurm sites (module docstring)."""
+class RealCapSource:
+    """A :class:`~malleable.coorm.sources.CapSource` reading real sites (module docstring)."""
 
-    def __init__(self, sites: Mapping[str, SlurmCluster],
+    def __init__(self, sites: Mapping[str, RealSite],
                  epoch: Callable[[], float] = time.time) -> None:
         self.sites = dict(sites)
         self.managed: dict[str, set[int]] = {name: set() for name in self.sites}
@@ -145,37 +152,52 @@ class SlurmCapSource:
         out: list[Busy] = []
         for cid, site in self.sites.items():
             try:
-                poll = site.ctl.poll()
+                out.extend(self._site_busy(cid, site, now))
             except ExternalError as exc:  # an unreachable site: nothing can start there
                 logger.warning("%s: poll failed (%s); its hosts count as taken", cid, exc)
                 out.append(Busy(cid, 1 << 30, math.inf))
-                continue
-            out.extend(busy_from_poll(cid, poll, now, self.epoch_offset(now),
-                                      reserve=site.reserve,
-                                      partition=site.ctl.partition,
-                                      managed=self.managed[cid]))
         return out
+
+    def _site_busy(self, cid: str, site: RealSite, now: float) -> list[Busy]:
+        if isinstance(site, OarCluster):
+            return busy_from_oar_poll(cid, site.ctl.poll(), now, self.epoch_offset(now),
+                                      managed=self.managed[cid])
+        return busy_from_poll(cid, site.ctl.poll(), now, self.epoch_offset(now),
+                              reserve=site.reserve, partition=site.ctl.partition,
+                              managed=self.managed[cid])
 
 
 @dataclass(frozen=True, slots=True)
 class Submission:
-    """One Slurm job submitted for a CooRM application."""
+    """One job submitted for a CooRM application (``native_id``: Slurm's or OAR's id)."""
 
     app: str
     site: str
     job_id: str
-    slurm_id: int
+    native_id: int
     nodes: int
 
+    @property
+    def slurm_id(self) -> int:
+        """The former name of ``native_id`` (when every site was a Slurm site)."""
+        return self.native_id
 
-class SlurmCoorm(CooRMCore):
-    """A CooRM core whose starts are Slurm submissions (see the module docstring)."""
 
-    def __init__(self, source: SlurmCapSource, config: CoreConfig | None = None,
+def native_id(site: RealSite, job_id: str) -> int | None:
+    """The site's id of a job its adapter submitted (Slurm's job id, or OAR's)."""
+    if isinstance(site, OarCluster):
+        return site.native_id(job_id)
+    return site.slurm_id(job_id)
+
+
+class RealCoorm(CooRMCore):
+    """A CooRM core whose starts are real submissions (see the module docstring)."""
+
+    def __init__(self, source: RealCapSource, config: CoreConfig | None = None,
                  platform: Platform | None = None) -> None:
         infos = source.clusters()
         super().__init__(platform or Platform(infos, hierarchical_links(infos)), config, source)
-        self.slurm = source
+        self.real = source
         self.submissions: list[Submission] = []
         self._live: dict[str, list[Submission]] = {}
 
@@ -189,24 +211,24 @@ class SlurmCoorm(CooRMCore):
         app = self.apps[app_id]
         duration = app.deadline - app.start
         made: list[Submission] = []
-        for site, nodes in site_sizes(msg.rids, list(self.slurm.sites)).items():
-            cluster = self.slurm.sites[site]
+        for site, nodes in site_sizes(msg.rids, list(self.real.sites)).items():
+            cluster = self.real.sites[site]
             spec = JobSpec(f"coorm-{app_id}-{site}", JobKind.RIGID, nodes, nodes, nodes,
                            app="fixed", runtime=duration, walltime=duration)
             granted = cluster.start(spec, nodes)
-            slurm_id = cluster.slurm_id(spec.id)
-            if granted != nodes or slurm_id is None:
-                self._cancel(made)
+            job = native_id(cluster, spec.id)
+            if granted != nodes or job is None:
+                self._cancel([*made, Submission(app_id, site, spec.id, job or 0, nodes)])
                 self._end(app, now, killed=True)
-                return app_id, KillNotify(reason=f"Slurm refused the job on {site}")
-            sub = Submission(app_id, site, spec.id, slurm_id, nodes)
-            self.slurm.managed[site].add(slurm_id)
+                return app_id, KillNotify(reason=f"the site refused the job on {site}")
+            sub = Submission(app_id, site, spec.id, job, nodes)
+            self.real.managed[site].add(job)
             made.append(sub)
         self.submissions.extend(made)
         self._live[app_id] = made
-        logger.info("%s starts as Slurm job(s) %s", app_id,
-                    ", ".join(f"{s.site}:{s.slurm_id}" for s in made))
-        return app_id, replace(msg, jobs={sub.site: sub.slurm_id for sub in made})
+        logger.info("%s starts as job(s) %s", app_id,
+                    ", ".join(f"{s.site}:{s.native_id}" for s in made))
+        return app_id, replace(msg, jobs={sub.site: sub.native_id for sub in made})
 
     def _cancel_ended(self) -> None:
         for app_id in [a for a in self._live if self.apps[a].state == "ended"]:
@@ -215,35 +237,40 @@ class SlurmCoorm(CooRMCore):
     def _cancel(self, subs: Sequence[Submission]) -> None:
         for sub in subs:
             try:
-                self.slurm.sites[sub.site].cancel(sub.job_id)
+                self.real.sites[sub.site].cancel(sub.job_id)
             except ExternalError as exc:
-                logger.warning("%s: cancel of Slurm job %d failed: %s", sub.site,
-                               sub.slurm_id, exc)
+                logger.warning("%s: cancel of job %d failed: %s", sub.site, sub.native_id, exc)
 
     def close(self) -> None:
-        """Cancel every Slurm job still held for an application."""
+        """Cancel every job still held for an application."""
         for subs in self._live.values():
             self._cancel(subs)
         self._live.clear()
 
 
-def slurm_sites(config: ClustersConfig, run_id: str | None = None) -> dict[str, SlurmCluster]:
-    """One SlurmCluster per configured site, with a run tag of their own (no I/O yet).
+def real_sites(config: ClustersConfig, run_id: str | None = None) -> dict[str, RealSite]:
+    """One adapter per configured site, by its kind, with a run tag of their own (no I/O)."""
+    from malleable.adapters.oar.sites import oar_ctl_for
 
-    OAR sites are refused (InputError): CooRM's real views read Slurm only so far.
-    """
-    oar = [s.name for s in config.sites if s.kind != "slurm"]
-    if oar:
-        raise InputError(f"CooRM's real views support Slurm sites only; not: {', '.join(oar)} "
-                         "(remove them from the config, or use `malleable manager run`, which "
-                         "drives OAR sites)", source=config.source)
     tag = run_id or f"coorm{secrets.token_hex(3)}"
     clock = ScaledClock(time.time(), 1.0)
-    return {s.name: SlurmCluster(s.name, ctl_for(s), clock, tag, WalltimePayload(),
-                                 reserve=s.reserve, speed=s.speed)
-            for s in config.sites}
+    out: dict[str, RealSite] = {}
+    for s in config.sites:
+        if s.kind == "oar":
+            out[s.name] = OarCluster(s.name, oar_ctl_for(s), clock, tag, OarWalltimePayload(),
+                                     reserve=s.reserve, speed=s.speed)
+        else:
+            out[s.name] = SlurmCluster(s.name, ctl_for(s), clock, tag, WalltimePayload(),
+                                       reserve=s.reserve, speed=s.speed)
+    return out
 
 
-def real_core(config: ClustersConfig, core_config: CoreConfig | None = None) -> SlurmCoorm:
-    """A CooRM core over the configured Slurm sites (observes each site once)."""
-    return SlurmCoorm(SlurmCapSource(slurm_sites(config)), core_config)
+def real_core(config: ClustersConfig, core_config: CoreConfig | None = None) -> RealCoorm:
+    """A CooRM core over the configured sites (observes each site once)."""
+    return RealCoorm(RealCapSource(real_sites(config)), core_config)
+
+
+#: The names these classes had when CooRM's real views read Slurm only.
+SlurmCapSource = RealCapSource
+SlurmCoorm = RealCoorm
+slurm_sites = real_sites

@@ -11,6 +11,7 @@ was cancelled when they hold a ``FRAG_JOB_REQUEST`` (``oardel``), failed otherwi
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -63,6 +64,7 @@ class OarJob:
     exit_code: int | None = None
     events: tuple[str, ...] = ()
     types: tuple[str, ...] = ()
+    walltime: float | None = None
 
     @property
     def state(self) -> JobState:
@@ -112,6 +114,23 @@ def _time(value: Any) -> float | None:
     return None
 
 
+#: The wall time in oarstat's ``message`` (``R=2,W=0:5:0,J=B (Karma=...)``): H:M:S.
+_MESSAGE_WALLTIME = re.compile(r"(?:^|,)W=(\d+):(\d+):(\d+)(?:,|\s|$)")
+
+
+def _walltime(doc: dict[str, Any]) -> float | None:
+    """Seconds: ``walltime`` (``oarstat -fJ``) or, in the short listing (``oarstat -J``,
+    which has no such field), the ``W=H:M:S`` of the job's ``message``; None if neither."""
+    value = doc.get("walltime")
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    match = _MESSAGE_WALLTIME.search(str(doc.get("message") or ""))
+    if match is None:
+        return None
+    hours, minutes, seconds = (int(g) for g in match.groups())
+    return float(hours * 3600 + minutes * 60 + seconds) or None
+
+
 def _job(key: str, doc: Any) -> OarJob:
     if not isinstance(doc, dict):
         raise ParseError(f"oarstat: job {key} is not an object")
@@ -133,6 +152,7 @@ def _job(key: str, doc: Any) -> OarJob:
         events=tuple(str(e.get("type", "")) for e in doc.get("events") or ()
                      if isinstance(e, dict)),
         types=tuple(str(t) for t in doc.get("types") or ()),
+        walltime=_walltime(doc),
     )
 
 

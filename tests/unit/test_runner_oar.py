@@ -1,0 +1,121 @@
+"""The MPI runner on OAR (runner/oar.py): the batch script, the shared-home shell and the
+allocation as a job collection, on the fake OAR site (tests/fakes/oar.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from malleable.adapters.oar.ctl import OarCtl
+from malleable.adapters.shell import Result
+from malleable.errors import ExternalError
+from malleable.runner.launch import Launch, batch_script
+from malleable.runner.oar import OarMpiJob, OarNodeShell, oar_mpi_job, oar_script
+from tests.fakes.oar import FakeOar
+
+LAUNCH = Launch("jacobi.py", "print('hi')\n", ("--iterations", "5"))
+
+
+def test_the_script_uses_oars_job_id_and_node_file_and_stages_nothing() -> None:
+    script = oar_script(LAUNCH)
+    assert "SLURM" not in script and "scontrol" not in script
+    assert 'D=/tmp/malleable-run/$OAR_JOB_ID' in script
+    assert '"$OAR_NODEFILE"' in script and 'for n in "$FIRST"' in script
+    assert "cat > " not in script  # the shared home is never copied onto itself
+    assert script.count("\nmpirun ") == batch_script(LAUNCH).count("\nmpirun ") == 1
+
+
+def test_a_slurm_script_of_another_shape_is_refused() -> None:
+    import malleable.runner.oar as oar
+    original = oar._SLURM_NODES
+    try:
+        oar._SLURM_NODES = "no such loop"
+        with pytest.raises(ValueError, match="no node loop"):
+            oar_script(LAUNCH)
+    finally:
+        oar._SLURM_NODES = original
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def run(self, argv: Sequence[str], timeout: float, *, input: str | None = None,
+            check: bool = True) -> Result:
+        self.calls.append(list(argv))
+        return Result(0, "text", "")
+
+    def close(self) -> None:
+        return None
+
+
+def test_shared_files_are_read_and_written_on_the_login_host() -> None:
+    rec = Recorder()
+    shell = OarNodeShell(rec, shared="/home/malleable/")
+    assert shell.read("grid-n001", "/home/malleable/.malleable/run/7/nodes") == "text"
+    shell.write("grid-n001", "/home/malleable/x", "y")
+    shell.read("grid-n001", "/tmp/elsewhere")
+    assert rec.calls[0] == ["cat", "/home/malleable/.malleable/run/7/nodes"]
+    assert rec.calls[1][:2] == ["sh", "-c"]
+    assert rec.calls[2][:3] == ["ssh", "-o", "BatchMode=yes"]  # not shared: on the node
+    assert shell.hostnames("grid-n001,grid-n002") == ["grid-n001", "grid-n002"]
+
+
+def _job(fake: FakeOar) -> OarMpiJob:
+    return oar_mpi_job(OarCtl(fake), LAUNCH, "/home/malleable", sleep=lambda s: None)
+
+
+def test_submit_writes_the_script_into_the_home_and_runs_it_under_oar() -> None:
+    fake = FakeOar([f"grid-n{k}" for k in range(1, 5)])
+    job = _job(fake)
+    assert job.launch.workdir == "/home/malleable/.malleable/run"
+    job_id = job.submit(2)
+    (path,) = [p for p in fake.files if p.endswith(".sh")]
+    assert "$OAR_JOB_ID" in fake.files[path]
+    assert fake.jobs[job_id].command == f"bash {path}" and fake.jobs[job_id].want == 2
+    fields = job.job_fields()
+    assert fields["JobState"] == "RUNNING" and fields["NodeList"] == "grid-n1,grid-n2"
+
+
+def test_grow_is_extension_jobs_and_release_deletes_them() -> None:
+    fake = FakeOar([f"grid-n{k}" for k in range(1, 5)])
+    job = _job(fake)
+    base = job.submit(2)
+    job.nodes = [("grid-n1", "grid-c0"), ("grid-n2", "grid-c0")]
+    added = job._expand(4)
+    assert added == ["grid-n3", "grid-n4"] and len(job.extensions) == 2
+    assert all(str(base) in fake.jobs[e].command for e in job.extensions.values())
+    assert job.allocation() == ["grid-n1", "grid-n2", "grid-n3", "grid-n4"]
+    job._release(["grid-n1", "grid-n2", "grid-n3"])
+    assert list(job.extensions) == ["grid-n3"] and job.allocation() == [
+        "grid-n1", "grid-n2", "grid-n3"]
+
+
+def test_extensions_that_do_not_start_are_deleted_and_not_counted() -> None:
+    fake = FakeOar([f"grid-n{k}" for k in range(1, 4)])
+    job = _job(fake)
+    job.grow_wait = 0.0
+    job.submit(2)
+    job.nodes = [("grid-n1", "grid-c0"), ("grid-n2", "grid-c0")]
+    assert job._expand(4) == ["grid-n3"]  # one node free: the second extension waits
+    waiting = [j for j in fake.jobs.values() if j.name == "mpi+" and j.state != "Running"]
+    assert [j.state for j in waiting] == ["Error"]  # deleted
+
+
+def test_cancel_deletes_base_and_extensions_and_a_deleted_job_is_cancelled() -> None:
+    fake = FakeOar([f"grid-n{k}" for k in range(1, 4)])
+    job = _job(fake)
+    base = job.submit(1)
+    job.nodes = [("grid-n1", "grid-c0")]
+    job._expand(2)
+    job.seen = set()  # no node to look for leftovers on (no ssh in the fake)
+    assert job.cancel(timeout=1.0) == []
+    assert {j.state for j in fake.jobs.values()} == {"Error"}
+    assert job.job_fields()["JobState"] == "CANCELLED" and base in fake.jobs
+
+
+def test_an_oar_job_never_runs_slurm_commands() -> None:
+    job = _job(FakeOar(["grid-n1"]))
+    with pytest.raises(ExternalError, match="Slurm command"):
+        job.ctl.poll()
