@@ -70,14 +70,14 @@ def test_status_json_has_sites_keyed_by_name() -> None:
     assert json.loads(json.dumps(doc)) == doc
 
 
-<<<<<<< HEAD
 def test_parse_version() -> None:
     from malleable.testbed.info import parse_version
 
     assert parse_version("slurm 22.05.8\n") == "22.05.8"
     assert parse_version("slurm-wlm 26.05.5\n") == "26.05.5"
     assert parse_version("") == "" and parse_version("sinfo: error\n") == ""
-=======
+
+
 def test_status_table_prints_each_sites_kind(capsys: pytest.CaptureFixture[str]) -> None:
     from malleable.commands.testbed import print_status
 
@@ -89,4 +89,3 @@ def test_status_table_prints_each_sites_kind(capsys: pytest.CaptureFixture[str])
             for line in capsys.readouterr().out.splitlines()
             if line.count("│") > 3 and line.split("│")[1].strip() in ("vu", "grid")}
     assert rows == {"vu": "slurm", "grid": "oar"}
->>>>>>> oar2
