@@ -64,5 +64,5 @@ def test_cli_reports_a_bad_file_in_one_line_with_exit_code_2(
     bad.write_text("; MalleableApp: 1 nosuchapp\n" + PLAIN + " 2 2 8 -1 1\n")
     assert main(["simulate", "--workload", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"{bad}:2: unknown application 'nosuchapp'" in err
+    assert err.count("\n") == 1 and f"{bad}:1: unknown application 'nosuchapp'" in err
     assert "Traceback" not in err

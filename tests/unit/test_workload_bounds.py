@@ -126,6 +126,10 @@ def test_a_pow2_job_keeps_its_rule() -> None:
         ("; MalleableApp: -1 ft", "expected '; MalleableApp: N NAME'"),
         ("; MalleableApp: 3 ft extra", "expected '; MalleableApp: N NAME'"),
         ("; MalleableApp: 99999999999 ft", "application number 99999999999 is above"),
+        # a bad name is refused at its header line, even when no job uses it
+        ("; MalleableApp: 7 amdahl:1.5", "the serial fraction must be in [0, 1]"),
+        ("; MalleableApp: 7 amdahl:-0.1", "the serial fraction must be in [0, 1]"),
+        ("; MalleableApp: 7 lammps", "unknown application 'lammps'"),
     ],
 )
 def test_a_bad_header_line_is_refused(header: str, message: str) -> None:
@@ -148,7 +152,7 @@ def test_a_bad_header_line_is_refused(header: str, message: str) -> None:
 def test_a_bad_application_says_why(app: str, message: str) -> None:
     with pytest.raises(InputError, match=re.escape(message)) as err:
         parse_swf([f"; MalleableApp: 1 {app}", line("2 2 8 -1 1")], "w.swf")
-    assert str(err.value).startswith("w.swf:2: ")
+    assert str(err.value).startswith("w.swf:1: ")  # the header line that names it
 
 
 @pytest.mark.parametrize(
@@ -207,7 +211,7 @@ def test_a_directory_is_refused(tmp_path: Path) -> None:
         ("; MalleableApp: 1 ft\n" + line("2 2 32 -1 1", f5="3", f8="3") + "\n",
          ":2: application ft runs on pow2 sizes only"),
         ("; MalleableApp: 1 amdahl:1.5\n" + line("2 2 8 -1 1") + "\n",
-         ":2: application 'amdahl:1.5': the serial fraction must be in [0, 1]"),
+         ":1: application 'amdahl:1.5': the serial fraction must be in [0, 1]"),
     ],
 )
 def test_the_cli_refuses_in_one_line_with_exit_code_2(

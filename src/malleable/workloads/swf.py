@@ -168,7 +168,7 @@ def parse_swf(lines: Iterable[str], source: str = "<swf>",
             continue
         if line.startswith(";"):
             workload.header.append(line)
-            _header_line(line, apps, source, number)
+            _header_line(line, apps, catalog, source, number)
             continue
         spec = _parse_line(line, apps, catalog, source, number)
         if spec is None:
@@ -184,8 +184,10 @@ def parse_swf(lines: Iterable[str], source: str = "<swf>",
     return workload
 
 
-def _header_line(line: str, apps: dict[int, str], source: str, number: int) -> None:
-    """Take in a ``; MalleableApp: N NAME`` line; check ``; MalleableFormat: V``."""
+def _header_line(line: str, apps: dict[int, str], catalog: AppCatalog, source: str,
+                 number: int) -> None:
+    """Take in a ``; MalleableApp: N NAME`` line (NAME checked against ``catalog`` here,
+    even if no job uses it); check ``; MalleableFormat: V``."""
     version = _FORMAT_LINE.match(line)
     if version and version.group(1) not in FORMAT_VERSIONS:
         raise InputError(f"MalleableFormat {version.group(1)!r} is not a version this "
@@ -204,6 +206,9 @@ def _header_line(line: str, apps: dict[int, str], source: str, number: int) -> N
     if code in apps:
         raise InputError(f"application number {code} is named twice (first {apps[code]!r})",
                          source=source, line=number)
+    problem = catalog.problem(name)
+    if problem:
+        raise InputError(problem, source=source, line=number)
     apps[code] = name
 
 

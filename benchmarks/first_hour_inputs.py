@@ -1,0 +1,227 @@
+"""Issue 19's bad-input classes, tried once more against the command line as a new user would.
+
+Runs ``python3 -m malleable`` (from this checkout's ``src``) on one or more malformed inputs
+of every class the issue names and prints a table: tried, refused cleanly. "Cleanly" means the
+documented exit code (2 bad input, 3 failure outside, 4 infeasible), no traceback, one line on
+stderr naming the problem (``FILE:LINE: ...`` for a line of a file), and no ``--out`` left
+behind. ``--quick`` tries one input per class (a smoke test). Exit status 1 if any input was
+not refused cleanly.
+
+    python3 benchmarks/first_hour_inputs.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GOOD = "1 0 -1 300 4 -1 -1 4 600 -1 1 1 1 -1 1 -1 -1 -1"
+
+
+@dataclass(frozen=True)
+class Case:
+    klass: str
+    name: str
+    argv: list[str]
+    files: dict[str, bytes]
+    codes: tuple[int, ...] = (2,)
+    needs: str = ""  # a text stderr must contain ("{F}" stands for the first file's path)
+
+
+def swf_line(**fields: str) -> str:
+    """GOOD with some of its 18 fields replaced (by 1-based position)."""
+    values = GOOD.split()
+    for key, value in fields.items():
+        values[int(key[1:]) - 1] = value
+    return " ".join(values)
+
+
+def swf(name: str, klass: str, text: str, needs: str = "{F}:") -> Case:
+    return Case(klass, name, ["simulate", "--workload", "{F}", "--out", "{OUT}"],
+                {"w.swf": text.encode()}, needs=needs)
+
+
+def config(name: str, text: bytes | str, needs: str = "") -> Case:
+    raw = text.encode() if isinstance(text, str) else text
+    return Case("config", name, ["manager", "run", "--config", "{F}", "--workload", "wm",
+                                 "--out", "{OUT}"],
+                {"c.toml": raw, "k/id": b"", "k/known_hosts": b""}, needs=needs)
+
+
+SITE = '[ssh]\nuser = "u"\nkey = "k/id"\nknown_hosts = "k/known_hosts"\n[clusters.vu]\nhost = "h"\n'
+
+
+def cases() -> list[Case]:
+    out: list[Case] = []
+    for label, fields in [
+        ("submit 1e20", {"f2": "1e20"}), ("run time 1e308", {"f4": "1e308"}),
+        ("size 4.5", {"f5": "4.5", "f8": "4.5"}), ("size 0", {"f5": "0", "f8": "0"}),
+        ("size -3", {"f5": "-3", "f8": "-3"}), ("run time -50", {"f4": "-50"}),
+        ("submit -5", {"f2": "-5"}), ("wall time 1e12", {"f9": "1e12"}),
+        ("size 1e9", {"f5": "1e9", "f8": "1e9"}), ("job number 1.5", {"f1": "1.5"}),
+        ("run time nan", {"f4": "nan"}), ("size 'four'", {"f5": "four"}),
+        ("user 7.5", {"f12": "7.5"}),
+    ]:
+        out.append(swf(label, "SWF value out of range or of the wrong kind",
+                       swf_line(**fields) + "\n"))
+    out.append(swf("19 fields", "SWF value out of range or of the wrong kind",
+                   GOOD + " 1\n"))
+    for label, text in [("empty file", ""), ("comments only", "; a comment\n;\n"),
+                        ("blank lines", "\n\n  \n"), ("BOM + comment", "\ufeff; x\n")]:
+        out.append(swf(label, "empty workload", text, needs="no jobs"))
+    header = "; MalleableFormat: 1\n"
+    for label, text, needs in [
+        ("MalleableFormat 2", "; MalleableFormat: 2\n" + GOOD + "\n", "{F}:1"),
+        ("MalleableApp twice", header + "; MalleableApp: 1 ft\n; MalleableApp: 1 gadget2\n"
+         + GOOD + "\n", "{F}:3"),
+        ("ft initial size 3", header + "; MalleableApp: 1 ft\n"
+         + swf_line(f5="3", f8="3") + " 2 2 8 -1 1\n", "{F}:3: application ft runs on pow2"),
+        ("amdahl:1.5 used", header + "; MalleableApp: 1 amdahl:1.5\n" + GOOD
+         + " 2 2 8 -1 1\n", "{F}:2: application 'amdahl:1.5': the serial fraction must be"),
+        ("amdahl:1.5 named, unused", header + "; MalleableApp: 1 amdahl:1.5\n" + GOOD + "\n",
+         "{F}:2: application 'amdahl:1.5': the serial fraction must be in [0, 1]"),
+        ("unknown application named", header + "; MalleableApp: 1 lammps\n" + GOOD + "\n",
+         "{F}:2: unknown application 'lammps'"),
+    ]:
+        out.append(swf(label, "malleable-extension headers", text, needs=needs))
+    for cmd in (["simulate", "--workload", "wm"], ["experiment", "dmrlib", "--quick"],
+                ["experiment", "acds", "--quick"], ["experiment", "coorm", "--quick"]):
+        for seed in ("-1", "1.5"):
+            out.append(Case("--seed", f"{cmd[0]} {cmd[-1]} --seed {seed}",
+                            [*cmd, "--seed", seed, "--out", "{OUT}"], {}, needs="--seed"))
+    out.append(Case("testbed down of nothing", "testbed down --name nosuch-fh",
+                    ["testbed", "down", "--name", "nosuch-fh"], {}, needs="nosuch-fh"))
+    for label, raw in [("UTF-8 BOM then a bad line", "\ufeff" + swf_line(f5="4.5") + "\n"),
+                       ("Latin-1 byte", "; caf\xe9\n" + GOOD + "\n")]:
+        enc = "latin-1" if "Latin" in label else "utf-8"
+        out.append(Case("encoding", f"workload: {label}",
+                        ["simulate", "--workload", "{F}", "--out", "{OUT}"],
+                        {"w.swf": raw.encode(enc)},
+                        needs="{F}:1" if "BOM" in label else "not UTF-8"))
+    out.append(config("config not UTF-8", b"# caf\xe9\n" + SITE.encode(), "not UTF-8"))
+    out.append(config("config port 65536", SITE + "port = 65536\n", "65535"))
+    out.append(config("config port 0", SITE + "port = 0\n", "65535"))
+    out.append(config("config missing key", SITE.replace('"k/id"', '"k/absent"'),
+                      "no such file"))
+    out.append(config("config missing known_hosts",
+                      SITE.replace('"k/known_hosts"', '"k/absent"'), "no such file"))
+    for name, extra, needs in [
+        ("koala --reps 0", ["experiment", "koala", "--reps", "0"], "--reps"),
+        ("koala --seeds 0 (older spelling)", ["experiment", "koala", "--seeds", "0"], "--reps"),
+        ("dmrlib --reps 0", ["experiment", "dmrlib", "--reps", "0"], "--reps"),
+        ("acds --job-counts 5:1:1", ["experiment", "acds", "--job-counts", "5:1:1"],
+         "--job-counts"),
+        ("acds --jobs 5:1:1 (older spelling)", ["experiment", "acds", "--jobs", "5:1:1"],
+         "--job-counts"),
+        ("coorm --jobs-per-pack 0", ["experiment", "coorm", "--jobs-per-pack", "0"],
+         "--jobs-per-pack"),
+        ("coorm --workers 0", ["experiment", "coorm", "--workers", "0"], "--workers"),
+        ("acds --workers 0", ["experiment", "acds", "--workers", "0"], "--workers"),
+    ]:
+        out.append(Case("experiment options", name, [*extra, "--out", "{OUT}"], {},
+                        needs=needs))
+    return out
+
+
+AGREE = [  # (name, simulate options): outputs that must agree with each other
+    ("README command", ["--workload", "wm", "--approach", "pra", "--policy", "egs"]),
+    ("PWA/EGS on W'm", ["--workload", "wm-prime", "--approach", "pwa", "--policy", "egs"]),
+    ("UTF-8 BOM workload accepted", ["--workload", "{BOM}"]),
+]
+
+
+def agree(name: str, options: list[str], tmp: Path) -> tuple[bool, str]:
+    """jobs.csv's resizes sum to the summary's grow + shrink operations, its floats carry no
+    noise (at most 6 decimals), and the run exits 0."""
+    bom = tmp / "bom.swf"
+    bom.write_text("\ufeff; a comment\n" + GOOD + "\n", encoding="utf-8")
+    out = tmp / "out"
+    argv = ["simulate", *[o.replace("{BOM}", str(bom)) for o in options], "--out", str(out),
+            "--json"]
+    proc = subprocess.run([sys.executable, "-m", "malleable", *argv], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+                          timeout=300, check=False)
+    if proc.returncode != 0:
+        return False, f"exit {proc.returncode}: {proc.stderr.strip()[:200]}"
+    summary = json.loads(proc.stdout)
+    with (out / "jobs.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    resizes = sum(int(r["resizes"]) for r in rows)
+    ops = summary["grow_ops"] + summary["shrink_ops"]
+    noisy = [v for r in rows for v in r.values() if "." in v and len(v.split(".")[1]) > 6]
+    ok = resizes == ops and not noisy and len(rows) == summary["jobs"]
+    return ok, f"resizes column {resizes}, grow+shrink {ops}, noisy cells {len(noisy)}"
+
+
+def run_case(case: Case, tmp: Path) -> tuple[bool, str]:
+    for name, data in case.files.items():
+        (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / name).write_bytes(data)
+    first = str(tmp / next(iter(case.files))) if case.files else ""
+    out = tmp / "out"
+    argv = [a.replace("{F}", first).replace("{OUT}", str(out)) for a in case.argv]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.run([sys.executable, "-m", "malleable", *argv], capture_output=True,
+                          text=True, env=env, timeout=120, cwd=tmp, check=False)
+    err = proc.stderr.strip()
+    problems = []
+    if proc.returncode not in case.codes:
+        problems.append(f"exit {proc.returncode}")
+    if "Traceback" in proc.stderr:
+        problems.append("traceback")
+    if len(err.splitlines()) != 1:
+        problems.append(f"{len(err.splitlines())} lines on stderr")
+    needs = case.needs.replace("{F}", first)
+    if needs and needs not in err:
+        problems.append(f"no {needs!r}")
+    if out.exists():
+        problems.append("--out left behind")
+    return not problems, "; ".join(problems) or err.replace(str(tmp) + "/", "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one input per class")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every input")
+    args = parser.parse_args(argv)
+    todo = cases()
+    if args.quick:
+        todo = list({c.klass: c for c in reversed(todo)}.values())
+    table: dict[str, list[int]] = {}
+    bad = 0
+    for case in todo:
+        with tempfile.TemporaryDirectory() as tmp:
+            clean, detail = run_case(case, Path(tmp))
+        row = table.setdefault(case.klass, [0, 0])
+        row[0] += 1
+        row[1] += clean
+        bad += not clean
+        if args.verbose or not clean:
+            print(f"{'ok ' if clean else 'BAD'} {case.name}: {detail}")
+    for name, options in AGREE[:1] if args.quick else AGREE:
+        with tempfile.TemporaryDirectory() as tmp:
+            clean, detail = agree(name, options, Path(tmp))
+        row = table.setdefault("outputs agree (not refused: must run)", [0, 0])
+        row[0] += 1
+        row[1] += clean
+        bad += not clean
+        if args.verbose or not clean:
+            print(f"{'ok ' if clean else 'BAD'} {name}: {detail}")
+    print("| class | tried | refused cleanly |\n|---|---|---|")
+    for klass, (tried, clean) in table.items():
+        print(f"| {klass} | {tried} | {clean} |")
+    total = sum(t for t, _ in table.values())
+    print(f"| **total** | {total} | {total - bad} |")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
