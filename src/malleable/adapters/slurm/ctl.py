@@ -127,6 +127,12 @@ class SlurmCtl:
         return self._run(["scontrol", "update", f"JobId={job_id}", f"NumNodes={nodes}"],
                          check=False)
 
+    def update_node_list(self, job_id: int, nodes: str) -> Result:
+        """``scontrol update JobId=X NodeList=NODES``: shrink a running job to exactly
+        those of its nodes (unchecked: the caller reads it back)."""
+        return self._run(["scontrol", "update", f"JobId={job_id}", f"NodeList={nodes}"],
+                         check=False)
+
     def cancel(self, job_id: int) -> Result:
         return self._run(["scancel", str(job_id)], check=False)
 
