@@ -101,6 +101,30 @@ def test_unanswered_offer_is_withdrawn_and_a_mandatory_shrink_reports_failure() 
     assert withdrawal == {"seq": 2, "target": 2, "hosts": ["c0", "c0"], "mandatory": False}
 
 
+def test_a_slow_controller_while_an_offer_waits_is_not_taken_for_the_job_ending() -> None:
+    """scontrol timing out under load made the runner give up a shrink offer at once and
+    overwrite it with its withdrawal: the application never saw the shrink (issue 12)."""
+    site = FakeSite(answers=False)
+    offer = ("c0", "/tmp/malleable-run/7/ch/offer.json")
+
+    def app_answers_later(seconds: float) -> None:
+        if not site.answers and offer in site.files:
+            site.answers = True
+            site.app_reads(json.loads(site.files[offer]))
+
+    job = MpiJob(FakeCtl(site), NodeShell(site), Launch("app.py", "print('hi')\n"),  # type: ignore[arg-type]
+                 resizer=FakeResizer(site), sleep=app_answers_later, poll=0.0,  # type: ignore[arg-type]
+                 rejoin_gap=0.0)
+    job.submit(2)
+    site.files[("c0", "/tmp/malleable-run/7/nodes")] = "n1 c0\nn2 c0\n"
+    job.wait_started(5)
+    site.show_errors = 3
+    change = job.shrink(1)
+    assert (change.before, change.after, change.error) == (2, 1, "")
+    assert json.loads(site.files[offer])["seq"] == 1  # never withdrawn
+    assert site.alloc == ["n1"]
+
+
 def test_refused_expansion_changes_nothing() -> None:
     site = FakeSite(free=[])
     job, _ = started_job(site)
