@@ -7,12 +7,15 @@ engine is an error, not a skip.
 ``testbed_factory(topology)`` brings up a uniquely named testbed (so several test runs
 can share a machine) and takes every testbed it made down at the end of the session,
 even when a test or the bring-up itself failed. ``small_testbed`` is one such testbed
-with the ``small`` topology (2 sites x 4 nodes), shared by the tests of a session.
+with the ``small`` topology (2 sites x 4 nodes), shared by the tests of a session;
+``MALLEABLE_TESTBED=NAME`` makes it the already running testbed NAME instead (brought up
+with ``--topology small``; left up at the end).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,5 +59,11 @@ def testbed_factory(docker_engine: Docker, testbed_root: Path) -> Iterator[Testb
 
 
 @pytest.fixture(scope="session")
-def small_testbed(testbed_factory: TestbedFactory) -> Testbed:
+def small_testbed(testbed_factory: TestbedFactory, docker_engine: Docker) -> Testbed:
+    name = os.environ.get("MALLEABLE_TESTBED", "")
+    if name:
+        tb = Testbed(name, docker=docker_engine)
+        if tb.record().topology.name != SMALL.name:
+            pytest.fail(f"MALLEABLE_TESTBED={name} is not a 'small' testbed")
+        return tb
     return testbed_factory(SMALL)
