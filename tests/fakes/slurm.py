@@ -100,6 +100,11 @@ class FakeSlurm:
     # ------------------------------------------------------------ commands
 
     def _dispatch(self, args: list[str], input: str | None) -> Result:
+        if args[:2] == ["sh", "-c"] and args[3:4] == ["handover"]:
+            job = self.jobs.get(int(args[4]))
+            if job is None or job.state != "RUNNING":
+                return Result(64, "", f"job {args[4]} is no longer RUNNING\n")
+            return self._update(int(args[5]), "0")
         if args[:2] == ["sh", "-c"]:
             return Result(0, self._sinfo() + "\n@@malleable:squeue@@\n" + self._squeue(), "")
         if args[:4] == ["scontrol", "-o", "show", "job"]:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from malleable.adapters.shell import Result
 from malleable.errors import ExternalError
 from malleable.model import SizeRule
 from malleable.runner.job import MpiJob, parse_fields
@@ -175,3 +176,26 @@ def test_a_job_that_vanishes_without_an_exit_code_is_an_error() -> None:
     site.state = "FAILED"
     with pytest.raises(ExternalError, match="ended without an exit code"):
         job.wait_finished(5)
+
+
+def test_a_read_that_times_out_is_not_there_yet() -> None:
+    """A loaded machine: one `cat` over SSH not answered in time; the next look decides."""
+    from malleable.adapters.shell import CommandTimeout
+
+    class Slow:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def run(self, argv: list[str], timeout: float, *, input: str | None = None,
+                check: bool = True) -> Result:
+            self.calls += 1
+            if self.calls == 1:
+                raise CommandTimeout(argv, timeout)
+            return Result(0, "n1 c0\n", "")
+
+        def close(self) -> None:
+            pass
+
+    shell = NodeShell(Slow())  # type: ignore[arg-type]
+    assert shell.read("n1", "/tmp/x") is None
+    assert shell.read("n1", "/tmp/x") == "n1 c0\n"

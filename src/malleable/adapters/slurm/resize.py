@@ -5,8 +5,9 @@
   ones go first and the batch host stays (``NumNodes=N`` keeps the first N nodes of the
   job, dead or not).
 * **Expand** (``SchedulerParameters=permit_job_expansion``): a helper allocation
-  with no steps, ``salloc --no-shell -N K --dependency=expand:X``; then
-  ``scontrol update JobId=H NumNodes=0`` hands its nodes to X, ``scancel H``, and
+  with no steps, ``salloc --no-shell -N K --dependency=expand:X``; then, in the same
+  remote call as a check that X still runs, ``scontrol update JobId=H NumNodes=0`` hands
+  its nodes to X; ``scancel H``, and
   ``scontrol update JobId=X NumNodes=ALL`` takes them up.
 
 Every operation ends by reading the job with ``scontrol -o show job`` and returns a
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 import malleable.adapters.slurm.hostlist as hostlist
 import malleable.adapters.slurm.meta as meta
 from malleable.adapters.shell import CommandError
-from malleable.adapters.slurm.ctl import SlurmCtl
+from malleable.adapters.slurm.ctl import HANDOVER_ENDED, SlurmCtl
 from malleable.adapters.slurm.parse import SlurmJob
 from malleable.model import JobState
 
@@ -175,12 +176,12 @@ class Resizer:
                 self.ctl.cancel(helper.job_id)
             return self._confirm(job, target, began, helper.message or "helper not granted")
         self._step("helper", helper.job_id)
-        if not self._still_running(job_id):
+        self._step("handover", helper.job_id)
+        reason = self._merge(job_id, helper.job_id)
+        if reason is None:
             self.ctl.cancel(helper.job_id)
             return self._confirm(job, target, began, "the job ended during the expansion",
                                  helper.job_id)
-        self._step("handover", helper.job_id)
-        reason = self._merge(job_id, helper.job_id)
         self._step("handed", helper.job_id)
         result = self._confirm(job, target, began, reason, helper.job_id)
         self._helper_gone(helper.job_id)
@@ -191,16 +192,14 @@ class Resizer:
         if self.on_step is not None:
             self.on_step(step, helper)
 
-    def _still_running(self, job_id: int) -> bool:
-        """Read the job again before the hand-over: handing a helper's nodes to a job that
-        has just ended fails in 22.05 and leaves the helper COMPLETING for good."""
-        job = self.ctl.show_job(job_id)
-        return job is not None and job.state_raw.split()[0] == "RUNNING"
-
-    def _merge(self, job_id: int, helper: int) -> str:
-        """Hand the helper's nodes to the job; the first error, or ""."""
+    def _merge(self, job_id: int, helper: int) -> str | None:
+        """Hand the helper's nodes to the job (if it still runs: checked on the site in
+        the same call, :meth:`SlurmCtl.hand_over`); the first error, "" if none, None
+        if the job no longer runs (nothing was handed over)."""
         problems = []
-        give = self.ctl.update_nodes(helper, "0")
+        give = self.ctl.hand_over(job_id, helper)
+        if give.rc == HANDOVER_ENDED:
+            return None
         if give.rc != 0:
             problems.append(f"giving helper {helper}'s nodes: {_reason(give.stderr, give.stdout)}")
         self.ctl.cancel(helper)
