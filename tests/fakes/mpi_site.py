@@ -36,6 +36,8 @@ class FakeSite:
     spawn_error: str = ""
     log: list[list[str]] = field(default_factory=list)
     cancelled: list[int] = field(default_factory=list)
+    show_errors: int = 0
+    """How many of the next ``scontrol show job`` fail as a slow controller's do."""
 
     # the CommandRunner protocol
     def run(self, argv: Sequence[str], timeout: float, *, input: str | None = None,
@@ -59,6 +61,10 @@ class FakeSite:
         pass
 
     def show(self) -> Result:
+        if self.show_errors > 0:
+            self.show_errors -= 1
+            return Result(1, "", "slurm_load_jobs error: Socket timed out on send/recv "
+                                 "operation\n")
         if self.state == "GONE":
             return Result(1, "", "Invalid job id specified")
         return Result(0, f"JobId=7 JobState={self.state} BatchHost=n1 "

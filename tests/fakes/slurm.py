@@ -3,8 +3,11 @@ Slurm 22.05's formats (the JSON shapes of the recorded output in tests/data/slur
 
 It models what the adapter relies on: whole-node allocation, sbatch/salloc/scancel,
 ``scontrol update NumNodes`` (shrink, ``0`` on a helper, ``ALL`` on the expanded job),
-``scontrol -o show job``, ``squeue --json``/``sinfo --json`` in one call, and ``sacct``.
-``refuse`` makes the next matching update fail with a given message.
+``scontrol update NodeList`` (a running job keeps exactly those of its nodes; the node list
+must be a subset of its nodes), ``scontrol -o show job``, ``squeue --json``/``sinfo --json``
+in one call, and ``sacct``.
+``refuse`` makes the next matching update fail with a given message; nodes in ``dead``
+show as not responding.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ class FakeSlurm:
     purged: set[int] = field(default_factory=set)
     accounting: bool = True
     admin_levels: dict[str, str] = field(default_factory=dict)
+    dead: set[str] = field(default_factory=set)
     _next: int = 100
 
     # ------------------------------------------------------------ CommandRunner
@@ -100,6 +104,11 @@ class FakeSlurm:
     # ------------------------------------------------------------ commands
 
     def _dispatch(self, args: list[str], input: str | None) -> Result:
+        if args[:2] == ["sh", "-c"] and args[3:4] == ["handover"]:
+            job = self.jobs.get(int(args[4]))
+            if job is None or job.state != "RUNNING":
+                return Result(64, "", f"job {args[4]} is no longer RUNNING\n")
+            return self._update(int(args[5]), "0")
         if args[:2] == ["sh", "-c"]:
             return Result(0, self._sinfo() + "\n@@malleable:squeue@@\n" + self._squeue(), "")
         if args[:4] == ["scontrol", "-o", "show", "job"]:
@@ -114,6 +123,8 @@ class FakeSlurm:
             job.held = False
             self._schedule()
             return Result(0, "", "")
+        if args[:2] == ["scontrol", "update"] and args[3].startswith("NodeList="):
+            return self._keep(int(args[2].split("=")[1]), args[3].split("=")[1].split(","))
         if args[:2] == ["scontrol", "update"]:
             return self._update(int(args[2].split("=")[1]), args[3].split("=")[1])
         if args[0] == "sbatch":
@@ -189,6 +200,14 @@ class FakeSlurm:
         self._schedule()
         return Result(0, "", "")
 
+    def _keep(self, job_id: int, keep: list[str]) -> Result:
+        job = self.jobs[job_id]
+        if job.state != "RUNNING" or not keep or not set(keep) <= set(job.nodes):
+            return Result(1, "", "slurm_update error: Invalid node name specified\n")
+        job.nodes = [n for n in job.nodes if n in keep]
+        self._schedule()
+        return Result(0, "", "")
+
     # ------------------------------------------------------------ output
 
     def _squeue(self) -> str:
@@ -201,7 +220,8 @@ class FakeSlurm:
                        job_state=job.state, node_count=len(job.nodes) or job.want,
                        nodes=_hostlist(job.nodes), submit_time=job.submit,
                        start_time=job.start, end_time=job.end, user_name=job.user,
-                       state_reason="JobHeldUser" if job.held else "None")
+                       state_reason="JobHeldUser" if job.held else "None",
+                       batch_host=job.nodes[0] if job.nodes else "")
             jobs.append(raw)
         return json.dumps({"meta": {}, "errors": [], "jobs": jobs})
 
@@ -210,7 +230,8 @@ class FakeSlurm:
         nodes = []
         for name in self.node_names:
             raw = dict(_TEMPLATE_NODE)
-            raw.update(name=name, state="allocated" if name in busy else "idle")
+            raw.update(name=name, state="allocated" if name in busy else "idle",
+                       state_flags=["NOT_RESPONDING"] if name in self.dead else [])
             nodes.append(raw)
         return json.dumps({"meta": {}, "errors": [], "nodes": nodes})
 
@@ -218,6 +239,7 @@ class FakeSlurm:
         count = len(job.nodes) or job.want
         return (f"JobId={job.job_id} JobName={job.name} UserId={job.user}(2000) "
                 f"JobState={job.state} Reason=None NodeList={_hostlist(job.nodes) or '(null)'} "
+                f"BatchHost={job.nodes[0] if job.nodes else '(null)'} "
                 f"NumNodes={count} NumCPUs={count} Comment={job.comment or '(null)'} "
                 f"TRES=cpu={count},node={count} Power=")
 

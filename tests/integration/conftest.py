@@ -7,7 +7,9 @@ engine is an error, not a skip.
 ``testbed_factory(topology, slurm=V)`` brings up a uniquely named testbed (so several test
 runs can share a machine) and takes every testbed it made down at the end of the session,
 even when a test or the bring-up itself failed. ``small_testbed`` is one such testbed
-with the ``small`` topology (2 sites x 4 nodes), shared by the tests of a session.
+with the ``small`` topology (2 sites x 4 nodes), shared by the tests of a session;
+``MALLEABLE_TESTBED=NAME`` makes it the already running testbed NAME instead (brought up
+with ``--topology small``; left up at the end).
 ``versioned_testbed`` is the small testbed once per Slurm version of the matrix
 (``slurm_matrix``: 22.05, 24.11, 26.05, or ``MALLEABLE_SLURM_VERSIONS``): the default
 version's is ``small_testbed``; another version's is brought up when its tests start and
@@ -17,6 +19,7 @@ taken down when they are done, so at most one extra version is up at a time.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,7 +65,13 @@ def testbed_factory(docker_engine: Docker, testbed_root: Path) -> Iterator[Testb
 
 
 @pytest.fixture(scope="session")
-def small_testbed(testbed_factory: TestbedFactory) -> Testbed:
+def small_testbed(testbed_factory: TestbedFactory, docker_engine: Docker) -> Testbed:
+    name = os.environ.get("MALLEABLE_TESTBED", "")
+    if name:
+        tb = Testbed(name, docker=docker_engine)
+        if tb.record().topology.name != SMALL.name:
+            pytest.fail(f"MALLEABLE_TESTBED={name} is not a 'small' testbed")
+        return tb
     return testbed_factory(SMALL)
 
 

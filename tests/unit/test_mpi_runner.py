@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from malleable.adapters.shell import Result
 from malleable.errors import ExternalError
 from malleable.model import SizeRule
 from malleable.runner.job import MpiJob, parse_fields
@@ -101,6 +102,30 @@ def test_unanswered_offer_is_withdrawn_and_a_mandatory_shrink_reports_failure() 
     assert withdrawal == {"seq": 2, "target": 2, "hosts": ["c0", "c0"], "mandatory": False}
 
 
+def test_a_slow_controller_while_an_offer_waits_is_not_taken_for_the_job_ending() -> None:
+    """scontrol timing out under load made the runner give up a shrink offer at once and
+    overwrite it with its withdrawal: the application never saw the shrink (issue 12)."""
+    site = FakeSite(answers=False)
+    offer = ("c0", "/tmp/malleable-run/7/ch/offer.json")
+
+    def app_answers_later(seconds: float) -> None:
+        if not site.answers and offer in site.files:
+            site.answers = True
+            site.app_reads(json.loads(site.files[offer]))
+
+    job = MpiJob(FakeCtl(site), NodeShell(site), Launch("app.py", "print('hi')\n"),  # type: ignore[arg-type]
+                 resizer=FakeResizer(site), sleep=app_answers_later, poll=0.0,  # type: ignore[arg-type]
+                 rejoin_gap=0.0)
+    job.submit(2)
+    site.files[("c0", "/tmp/malleable-run/7/nodes")] = "n1 c0\nn2 c0\n"
+    job.wait_started(5)
+    site.show_errors = 3
+    change = job.shrink(1)
+    assert (change.before, change.after, change.error) == (2, 1, "")
+    assert json.loads(site.files[offer])["seq"] == 1  # never withdrawn
+    assert site.alloc == ["n1"]
+
+
 def test_refused_expansion_changes_nothing() -> None:
     site = FakeSite(free=[])
     job, _ = started_job(site)
@@ -151,3 +176,26 @@ def test_a_job_that_vanishes_without_an_exit_code_is_an_error() -> None:
     site.state = "FAILED"
     with pytest.raises(ExternalError, match="ended without an exit code"):
         job.wait_finished(5)
+
+
+def test_a_read_that_times_out_is_not_there_yet() -> None:
+    """A loaded machine: one `cat` over SSH not answered in time; the next look decides."""
+    from malleable.adapters.shell import CommandTimeout
+
+    class Slow:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def run(self, argv: list[str], timeout: float, *, input: str | None = None,
+                check: bool = True) -> Result:
+            self.calls += 1
+            if self.calls == 1:
+                raise CommandTimeout(argv, timeout)
+            return Result(0, "n1 c0\n", "")
+
+        def close(self) -> None:
+            pass
+
+    shell = NodeShell(Slow())  # type: ignore[arg-type]
+    assert shell.read("n1", "/tmp/x") is None
+    assert shell.read("n1", "/tmp/x") == "n1 c0\n"

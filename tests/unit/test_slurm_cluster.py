@@ -74,8 +74,11 @@ def test_grow_goes_through_a_helper_allocation_and_is_read_back() -> None:
     result = cluster.resizes[-1]
     assert (result.before, result.after, result.outcome) == (2, 5, Outcome.DONE)
     assert result.helper is not None and fake.jobs[result.helper].state == "COMPLETED"
-    sequence = [c[:3] for c in fake.calls if c[0] in ("salloc", "scontrol", "scancel")]
-    assert ["scontrol", "update", f"JobId={result.helper}"] in sequence
+    sequence = [c[:3] if c[0] != "sh" else c[3:] for c in fake.calls
+                if c[0] in ("salloc", "scontrol", "scancel") or c[3:4] == ["handover"]]
+    handover = ["handover", str(result.job_id), str(result.helper)]  # checked and given at once
+    assert sequence.index(handover) < sequence.index(["scancel", str(result.helper)])
+    assert ["scontrol", "update", f"JobId={result.job_id}"] in sequence  # NumNodes=ALL
     salloc = next(c for c in fake.calls if c[0] == "salloc")
     assert f"--dependency=expand:{result.job_id}" in salloc and "--no-shell" in salloc
     assert cluster.drain_events()[-1] == JobEvent(0.0, "j1", JobState.RUNNING, 5)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import malleable.adapters.slurm.meta as meta
+from malleable.adapters.shell import Result
 from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.adapters.slurm.resize import Outcome, Resizer
 from malleable.errors import ExternalError
@@ -149,11 +150,33 @@ class MpiJob:
         return (f"mpirun rc {rc.strip() if rc else 'none'}, nodes file "
                 f"{'present' if listed else 'absent'}, output: {out or '(empty)'}")
 
-    def job_fields(self) -> dict[str, str]:
-        """``scontrol -o show job`` as a dict ({} once Slurm forgot the job)."""
-        result = self.shell.run(None, ["scontrol", "-o", "show", "job", str(self.slurm_id)],
-                                check=False)
-        return parse_fields(result.stdout) if result.rc == 0 else {}
+    def job_fields(self, patience: float = 30.0) -> dict[str, str]:
+        """``scontrol -o show job`` as a dict ({} once Slurm forgot the job). A failed
+        scontrol (a slow controller) is tried again for up to ``patience`` seconds, then
+        taken as {} too."""
+        deadline = self.clock() + patience
+        while True:
+            result = self._show()
+            if result is not None:
+                return parse_fields(result.stdout) if result.rc == 0 else {}
+            if self.clock() >= deadline:
+                return {}
+            self.sleep(self.poll)
+
+    def _show(self) -> Result | None:
+        """``scontrol -o show job``'s answer; None when scontrol failed (not "Invalid job
+        id": the job is then known to be gone)."""
+        argv = ["scontrol", "-o", "show", "job", str(self.slurm_id)]
+        try:
+            result = self.shell.run(None, argv, check=False)
+        except ExternalError as exc:
+            logger.warning("job %s: scontrol failed (%s)", self.slurm_id, exc)
+            return None
+        if result.rc == 0 or "Invalid job id" in result.stderr:
+            return result
+        logger.warning("job %s: scontrol failed (%s)", self.slurm_id,
+                       result.stderr.strip() or f"exit {result.rc}")
+        return None
 
     # ------------------------------------------------------------ reading the channel
 
@@ -172,11 +195,25 @@ class MpiJob:
         return int(text.strip()) if text and text.strip().lstrip("-").isdigit() else None
 
     def ended(self) -> bool:
-        """Whether mpirun has ended or Slurm no longer runs the job."""
+        """Whether mpirun has ended or Slurm no longer runs the job.
+
+        A failed ``scontrol`` (a slow controller timing out under load) says nothing: the
+        job is taken as still running. Taking it as ended made a waiting offer give up
+        at once and its withdrawal overwrite it, so the application never saw the
+        shrink it would have taken (the Jacobi 4 -> 2 flake of issue 12).
+        """
         if self.exit_code() is not None:
             return True
-        return self.job_fields().get("JobState", "") not in ("RUNNING", "RESIZING", "PENDING",
-                                                             "CONFIGURING")
+        state = self._slurm_state()
+        return state is not None and state not in ("RUNNING", "RESIZING", "PENDING",
+                                                   "CONFIGURING")
+
+    def _slurm_state(self) -> str | None:
+        """The job's Slurm state; "" once Slurm forgot it; None when scontrol failed."""
+        result = self._show()
+        if result is None:
+            return None
+        return parse_fields(result.stdout).get("JobState", "") if result.rc == 0 else ""
 
     def requests(self) -> list[dict[str, Any]]:
         """Requests the application made since the last call (application-initiated)."""

@@ -10,12 +10,15 @@ with :func:`shlex.join` for the remote shell.
 from __future__ import annotations
 
 import json
+import logging
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from malleable.adapters.shell import CommandRunner, Result
+from malleable.adapters.shell import CommandRunner, CommandTimeout, Result
+
+logger = logging.getLogger(__name__)
 
 _WRITE = 'mkdir -p "$(dirname "$1")" && cat > "$1.tmp.$$" && mv "$1.tmp.$$" "$1"'
 
@@ -34,8 +37,13 @@ class NodeShell:
         return self.runner.run(command, timeout or self.timeout, input=input, check=check)
 
     def read(self, node: str, path: str) -> str | None:
-        """A file's text, or None when it does not exist (yet)."""
-        result = self.run(node, ["cat", path], check=False)
+        """A file's text, or None when it does not exist (yet) or could not be read in
+        time (a loaded machine: the callers poll, so the next look decides)."""
+        try:
+            result = self.run(node, ["cat", path], check=False)
+        except CommandTimeout as exc:
+            logger.warning("reading %s on %s: %s", path, node, exc)
+            return None
         return result.stdout if result.rc == 0 else None
 
     def read_json(self, node: str, path: str) -> dict[str, Any] | None:

@@ -12,6 +12,11 @@
   neither is reported FAILED, never COMPLETED). Slurm's times have one-second
   resolution: each is taken at the middle of its second and clamped to what the
   adapter saw (never before the submission, never after the observation).
+* **Dead nodes**: a node down or not answering under a running malleable job is shed at
+  once (``scontrol update NodeList=`` with the nodes kept, :meth:`SlurmCluster._shed_dead`)
+  if the job can do without it, before Slurm ends the whole job ``NODE_FAIL``; any shrink
+  releases dead nodes first. A job whose batch host died cannot be saved: it ends
+  ``NODE_FAIL`` and the manager runs it again.
 * **Act**: submit with sbatch (the payload of :mod:`~malleable.adapters.slurm.payload`
   on stdin), cancel with scancel, and shrink/expand through
   :class:`~malleable.adapters.slurm.resize.Resizer`: every resize is confirmed by
@@ -26,6 +31,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
 
+import malleable.adapters.slurm.hostlist as hostlist
 import malleable.adapters.slurm.meta as meta
 from malleable import faults
 from malleable.adapters.observing import EventLog, SharedPoll, clamp_epoch
@@ -101,6 +107,12 @@ class SlurmCluster:
     _events: EventLog = field(default_factory=EventLog)
     _poll: SharedPoll[Poll] = field(init=False)
     _stuck_helpers: set[int] = field(default_factory=set)
+    dead_nodes: frozenset[str] = frozenset()
+    """The site's nodes down or not answering at the latest poll."""
+    node_failures: list[dict[str, object]] = field(default_factory=list)
+    """One entry per managed job found on dead nodes: its job, Slurm id, the dead nodes,
+    and what was done (``shed`` with the resize's outcome, or why not)."""
+    _lost: set[tuple[int, str]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         if self.resizer is None:
@@ -117,6 +129,9 @@ class SlurmCluster:
         self._sweep(poll)
         self._finish_intents()
         self._follow_all(poll, now)
+        self.dead_nodes = frozenset(n.name for n in poll.nodes if n.dead)
+        if self.dead_nodes:
+            self._shed_dead(poll)
         self._poll.taken(poll)
 
     def _stale(self) -> None:
@@ -384,6 +399,51 @@ class SlurmCluster:
             logger.warning("%s: helper allocation %d (for job %d) is still COMPLETING in "
                            "Slurm", self.name, job.job_id, parent)
 
+    # ------------------------------------------------------------ dead nodes
+
+    def _shed_dead(self, poll: Poll) -> None:
+        """Shrink away the dead nodes of every running managed job that can do without
+        them (each dead node once per job); the others are left to Slurm (``NODE_FAIL``,
+        then the manager's retry)."""
+        by_id = {j.job_id: j for j in poll.jobs}
+        for mine in list(self._mine.values()):
+            job = by_id.get(mine.slurm_id) if mine.slurm_id is not None else None
+            if (job is None or mine.finished or not mine.started
+                    or job.state_raw.split(" ")[0] != "RUNNING"):
+                continue
+            lost = sorted(set(_nodes_of(job)) & self.dead_nodes)
+            if lost and not {(job.job_id, n) for n in lost} <= self._lost:
+                self._lost.update((job.job_id, n) for n in lost)
+                self._shed(mine, job, lost)
+
+    def _shed(self, mine: _Mine, job: SlurmJob, lost: list[str]) -> None:
+        entry: dict[str, object] = {"job": mine.spec.id, "slurm_id": job.job_id,
+                                    "nodes": job.nodes, "dead": ",".join(lost)}
+        why = self._unsaveable(mine, job, lost)
+        if why:
+            entry.update(action="none", reason=why)
+            logger.warning("%s: %s (Slurm job %d) lost %s: %s", self.name, mine.spec.id,
+                           job.job_id, entry["dead"], why)
+        else:
+            target = mine.size - mine.spec.releases(mine.size, len(lost))
+            result = self._resize(mine, target)
+            entry.update(action="shed", outcome=result.outcome.value, after=result.after,
+                         reason=result.reason)
+            logger.warning("%s: %s (Slurm job %d) lost %s: shed, %s", self.name,
+                           mine.spec.id, job.job_id, entry["dead"], result.describe())
+        self.node_failures.append(entry)
+
+    def _unsaveable(self, mine: _Mine, job: SlurmJob, lost: list[str]) -> str:
+        """Why the job cannot shed ``lost`` ("" if it can)."""
+        if job.batch_host in lost:
+            return "its batch host is dead: Slurm ends it NODE_FAIL (then it is retried)"
+        if not mine.spec.malleable or Capability.SHRINK not in self.capabilities:
+            return "it cannot shrink: Slurm ends it NODE_FAIL (then it is retried)"
+        if mine.spec.releases(mine.size, len(lost)) < len(lost):
+            return (f"it cannot run on fewer than {mine.size - len(lost) + 1} nodes: Slurm "
+                    "ends it NODE_FAIL (then it is retried)")
+        return ""
+
     # ------------------------------------------------------------ acting
 
     def start(self, spec: JobSpec, size: int) -> int:
@@ -496,7 +556,7 @@ class SlurmCluster:
         self.resizer.on_step = lambda step, helper: steps.append(
             self._expand_step(mine, step, helper))
         try:
-            result = self.resizer.resize(mine.slurm_id, target)
+            result = self.resizer.resize(mine.slurm_id, target, self.dead_nodes)
         except (ResizeError, ExternalError) as exc:
             result = ResizeResult(mine.slurm_id, mine.size, target, mine.size, Outcome.REFUSED,
                                   str(exc))
@@ -534,6 +594,14 @@ class SlurmCluster:
 
 _NOT_ITS_FAULT = frozenset({"NODE_FAIL", "BOOT_FAIL"})
 """Slurm end states that say nothing about the job itself: it may run again."""
+
+
+def _nodes_of(job: SlurmJob) -> list[str]:
+    try:
+        return hostlist.expand(job.node_list)
+    except hostlist.HostlistError:
+        logger.warning("job %d: cannot read its node list %r", job.job_id, job.node_list)
+        return []
 
 
 def _ran(job: SlurmJob) -> bool:

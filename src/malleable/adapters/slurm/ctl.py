@@ -32,6 +32,18 @@ _SEPARATOR = "@@malleable:squeue@@"
 #: still busy (too few idle nodes this cycle), never as running on nodes shown idle.
 _POLL = ["sh", "-c", f"sinfo --json && echo {_SEPARATOR} && squeue --json"]
 
+#: The hand-over of an expansion, checked and done in one remote call (a constant script;
+#: the ids are its arguments): the job must still be RUNNING right before its helper gives
+#: up its nodes. Handing them to a job that has just ended fails in Slurm 22.05 and leaves
+#: the helper COMPLETING for good; checked from the manager's host, the window was a whole
+#: SSH round trip (seconds on a loaded machine), here it is one local scontrol call.
+HANDOVER_ENDED = 64
+_HANDOVER = ["sh", "-c",
+             'state=$(scontrol -o show job "$1") || exit 65\n'
+             'case "$state" in *" JobState=RUNNING "*) ;; *) echo "job $1 is no longer '
+             f'RUNNING" >&2; exit {HANDOVER_ENDED};; esac\n'
+             'exec scontrol update JobId="$2" NumNodes=0', "handover"]
+
 
 @dataclass(frozen=True, slots=True)
 class Poll:
@@ -125,6 +137,18 @@ class SlurmCtl:
     def update_nodes(self, job_id: int, nodes: str) -> Result:
         """``scontrol update JobId=X NumNodes=N`` (unchecked: the caller reads it back)."""
         return self._run(["scontrol", "update", f"JobId={job_id}", f"NumNodes={nodes}"],
+                         check=False)
+
+    def hand_over(self, job_id: int, helper: int) -> Result:
+        """``scontrol update JobId=HELPER NumNodes=0`` if ``job_id`` is still RUNNING, in
+        one remote call; exit code :data:`HANDOVER_ENDED` when it no longer runs
+        (unchecked: the caller reads the job back)."""
+        return self._run([*_HANDOVER, str(job_id), str(helper)], check=False)
+
+    def update_node_list(self, job_id: int, nodes: str) -> Result:
+        """``scontrol update JobId=X NodeList=NODES``: shrink a running job to exactly
+        those of its nodes (unchecked: the caller reads it back)."""
+        return self._run(["scontrol", "update", f"JobId={job_id}", f"NodeList={nodes}"],
                          check=False)
 
     def cancel(self, job_id: int) -> Result:

@@ -69,6 +69,8 @@ _NOT_FREE_FLAGS = frozenset({"DRAIN", "DRAINING", "DRAINED", "COMPLETING", "NOT_
                              "RESERVED", "MAINTENANCE", "POWERED_DOWN", "POWERING_DOWN",
                              "POWERING_UP", "POWER_DOWN", "REBOOT_REQUESTED", "REBOOT_ISSUED",
                              "FAIL", "PLANNED", "INVALID_REG", "DYNAMIC_FUTURE", "FUTURE"})
+#: Node flags of a node that is gone (not merely drained: a drained node still runs its jobs).
+_DEAD_FLAGS = frozenset({"NOT_RESPONDING", "FAIL"})
 _OUT_OF_SERVICE_FLAGS = frozenset({"DRAIN", "DRAINED", "NOT_RESPONDING", "FAIL", "FUTURE",
                                    "POWERED_DOWN", "MAINTENANCE", "INVALID_REG"})
 
@@ -108,6 +110,8 @@ class SlurmJob:
     submit_time: float | None = None
     start_time: float | None = None
     end_time: float | None = None
+    batch_host: str = ""
+    """The node that runs the batch script (it dies with that node; "" when unknown)."""
 
     @property
     def state(self) -> JobState:
@@ -135,6 +139,12 @@ class SlurmNode:
     @property
     def idle(self) -> bool:
         return self.state == "IDLE" and not (self.flags & _NOT_FREE_FLAGS)
+
+    @property
+    def dead(self) -> bool:
+        """Down or not answering: a job on it loses it (Slurm ends the job NODE_FAIL
+        once the node has been silent for ``SlurmdTimeout``)."""
+        return self.state == "DOWN" or bool(self.flags & _DEAD_FLAGS)
 
 
 # ----------------------------------------------------------------------------- JSON
@@ -199,7 +209,8 @@ def _json_job(raw: Mapping[str, Any]) -> SlurmJob:
         node_list=_text(raw.get("nodes")), comment=_text(raw.get("comment")),
         user=_text(raw.get("user_name")), partition=_text(raw.get("partition")),
         reason=_text(raw.get("state_reason")), submit_time=_time(raw.get("submit_time")),
-        start_time=_time(raw.get("start_time")), end_time=_time(raw.get("end_time")))
+        start_time=_time(raw.get("start_time")), end_time=_time(raw.get("end_time")),
+        batch_host=_text(raw.get("batch_host")))
 
 
 def parse_sinfo_json(text: str) -> list[SlurmNode]:
@@ -280,7 +291,7 @@ def _scontrol_job(p: Mapping[str, str]) -> SlurmJob:
         state_raw=p.get("JobState", ""), nodes=_int(nodes, "NumNodes") if nodes else 0,
         node_list="" if node_list == "(null)" else node_list,
         comment=_null(p.get("Comment", "")), user=user, partition=p.get("Partition", ""),
-        reason=p.get("Reason", ""))
+        reason=p.get("Reason", ""), batch_host=_null(p.get("BatchHost", "")))
 
 
 def _null(value: str) -> str:

@@ -1,9 +1,13 @@
 """Shrinking and expanding running Slurm jobs, each confirmed by reading the job back.
 
-* **Shrink**: ``scontrol update JobId=X NumNodes=N``.
+* **Shrink**: ``scontrol update JobId=X NumNodes=N``; when some of the job's nodes are
+  dead (down or not answering), ``NodeList=`` with the nodes it keeps instead: the dead
+  ones go first and the batch host stays (``NumNodes=N`` keeps the first N nodes of the
+  job, dead or not).
 * **Expand** (``SchedulerParameters=permit_job_expansion``): a helper allocation
-  with no steps, ``salloc --no-shell -N K --dependency=expand:X``; then
-  ``scontrol update JobId=H NumNodes=0`` hands its nodes to X, ``scancel H``, and
+  with no steps, ``salloc --no-shell -N K --dependency=expand:X``; then, in the same
+  remote call as a check that X still runs, ``scontrol update JobId=H NumNodes=0`` hands
+  its nodes to X; ``scancel H``, and
   ``scontrol update JobId=X NumNodes=ALL`` takes them up.
 
 Every operation ends by reading the job with ``scontrol -o show job`` and returns a
@@ -21,12 +25,13 @@ from __future__ import annotations
 import enum
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
+import malleable.adapters.slurm.hostlist as hostlist
 import malleable.adapters.slurm.meta as meta
 from malleable.adapters.shell import CommandError
-from malleable.adapters.slurm.ctl import SlurmCtl
+from malleable.adapters.slurm.ctl import HANDOVER_ENDED, SlurmCtl
 from malleable.adapters.slurm.parse import SlurmJob
 from malleable.model import JobState
 
@@ -117,11 +122,12 @@ class Resizer:
                               f"it (Slurm admin level {level}: an operator or administrator "
                               "level is needed)")
 
-    def resize(self, job_id: int, target: int) -> ResizeResult:
-        """Shrink or expand ``job_id`` to ``target`` nodes."""
+    def resize(self, job_id: int, target: int, avoid: Collection[str] = ()) -> ResizeResult:
+        """Shrink or expand ``job_id`` to ``target`` nodes (a shrink releases the nodes
+        named in ``avoid`` first)."""
         job = self.running(job_id)
         if target < job.nodes:
-            return self.shrink(job_id, target, job)
+            return self.shrink(job_id, target, job, avoid)
         if target > job.nodes:
             return self.expand(job_id, target, job)
         return ResizeResult(job_id, job.nodes, target, job.nodes, Outcome.DONE, "already there",
@@ -129,12 +135,19 @@ class Resizer:
 
     # ------------------------------------------------------------ shrink
 
-    def shrink(self, job_id: int, target: int, job: SlurmJob | None = None) -> ResizeResult:
+    def shrink(self, job_id: int, target: int, job: SlurmJob | None = None,
+               avoid: Collection[str] = ()) -> ResizeResult:
         began = self.clock()
         job = job or self.running(job_id)
         if not 1 <= target < job.nodes:
             return self._refused(job, target, began, f"cannot shrink {job.nodes} to {target}")
-        update = self.ctl.update_nodes(job_id, str(target))
+        keep = keep_nodes(job, target, avoid)
+        if keep is None:
+            update = self.ctl.update_nodes(job_id, str(target))
+        else:
+            logger.info("job %d: shrinking to %s (releasing %s first)", job_id,
+                        hostlist.join(keep), ",".join(sorted(avoid)))
+            update = self.ctl.update_node_list(job_id, hostlist.join(keep))
         reason = "" if update.rc == 0 else _reason(update.stderr, update.stdout)
         result = self._confirm(job, target, began, reason)
         if result.after < job.nodes:
@@ -163,12 +176,12 @@ class Resizer:
                 self.ctl.cancel(helper.job_id)
             return self._confirm(job, target, began, helper.message or "helper not granted")
         self._step("helper", helper.job_id)
-        if not self._still_running(job_id):
+        self._step("handover", helper.job_id)
+        reason = self._merge(job_id, helper.job_id)
+        if reason is None:
             self.ctl.cancel(helper.job_id)
             return self._confirm(job, target, began, "the job ended during the expansion",
                                  helper.job_id)
-        self._step("handover", helper.job_id)
-        reason = self._merge(job_id, helper.job_id)
         self._step("handed", helper.job_id)
         result = self._confirm(job, target, began, reason, helper.job_id)
         self._helper_gone(helper.job_id)
@@ -179,16 +192,14 @@ class Resizer:
         if self.on_step is not None:
             self.on_step(step, helper)
 
-    def _still_running(self, job_id: int) -> bool:
-        """Read the job again before the hand-over: handing a helper's nodes to a job that
-        has just ended fails in 22.05 and leaves the helper COMPLETING for good."""
-        job = self.ctl.show_job(job_id)
-        return job is not None and job.state_raw.split()[0] == "RUNNING"
-
-    def _merge(self, job_id: int, helper: int) -> str:
-        """Hand the helper's nodes to the job; the first error, or ""."""
+    def _merge(self, job_id: int, helper: int) -> str | None:
+        """Hand the helper's nodes to the job (if it still runs: checked on the site in
+        the same call, :meth:`SlurmCtl.hand_over`); the first error, "" if none, None
+        if the job no longer runs (nothing was handed over)."""
         problems = []
-        give = self.ctl.update_nodes(helper, "0")
+        give = self.ctl.hand_over(job_id, helper)
+        if give.rc == HANDOVER_ENDED:
+            return None
         if give.rc != 0:
             problems.append(f"giving helper {helper}'s nodes: {_reason(give.stderr, give.stdout)}")
         self.ctl.cancel(helper)
@@ -260,6 +271,26 @@ class Resizer:
     def _refused(self, job: SlurmJob, target: int, began: float, reason: str) -> ResizeResult:
         return ResizeResult(job.job_id, job.nodes, target, job.nodes, Outcome.REFUSED, reason,
                             self.clock() - began, nodes_after=job.node_list)
+
+
+def keep_nodes(job: SlurmJob, target: int, avoid: Collection[str]) -> list[str] | None:
+    """The ``target`` nodes ``job`` keeps when the nodes in ``avoid`` should go first:
+    its batch host, then its other nodes not in ``avoid`` (in Slurm's order), then the
+    rest. None when none of its nodes is in ``avoid`` (a plain ``NumNodes=`` does) or
+    its node list is unknown."""
+    if not avoid or not job.node_list:
+        return None
+    try:
+        nodes = hostlist.expand(job.node_list)
+    except hostlist.HostlistError:
+        logger.warning("job %d: cannot read its node list %r", job.job_id, job.node_list)
+        return None
+    if not set(nodes) & set(avoid):
+        return None
+    first = [job.batch_host] if job.batch_host in nodes else []
+    healthy = [n for n in nodes if n not in avoid and n not in first]
+    dead = [n for n in nodes if n in avoid and n not in first]
+    return (first + healthy + dead)[:target]
 
 
 def _reason(stderr: str, stdout: str) -> str:

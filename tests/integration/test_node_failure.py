@@ -1,0 +1,122 @@
+"""A compute container killed (``docker kill``) under a running managed job.
+
+One malleable job of 4 nodes runs through ``malleable manager run`` on one of the two
+sites (both are configured: a single slow site would count as "no site answered"); once
+it runs, the container holding two of its nodes but not its batch host is killed. Slurm marks
+those nodes not responding (about 40-60 s here, well before ``SlurmdTimeout`` = 120 s
+would end the job ``NODE_FAIL``); the adapter sheds them (``scontrol update
+NodeList=``) and the job completes on the nodes it kept. The run reports the node
+failure in ``summary.json``, nothing is failed or retried, no helper is left, and the
+container is started again afterwards whatever happened.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from malleable.adapters.slurm import hostlist, meta
+from malleable.cli import main
+from malleable.model import JobKind, JobSpec
+from malleable.testbed import Testbed
+from malleable.workloads.swf import write_swf
+from tests.fakes.waits import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+RUNTIME = 150.0  # real seconds (time scale 1): the job outlives the detection of the kill
+
+
+SITES = ("vu", "uva")
+
+
+def _squeue(tb: Testbed) -> list[list[str]]:
+    rows = []
+    for site in SITES:
+        out = tb.exec(site, ["squeue", "--noheader", "--format=%i|%T|%N|%B|%k"], timeout=40,
+                      check=True).stdout
+        rows += [line.split("|", 4) for line in out.splitlines() if line.strip()]
+    return rows
+
+
+def _nodes_ok(tb: Testbed) -> bool:
+    states = []
+    for site in SITES:
+        out = tb.exec(site, ["sinfo", "--noheader", "--Node", "--format=%N %t"],
+                      timeout=40).stdout
+        states += [line.split()[1] for line in out.splitlines() if line.strip()]
+    return len(states) == 8 and all(s == "idle" for s in states)
+
+
+@pytest.fixture
+def quiet(small_testbed: Testbed) -> Iterator[Testbed]:
+    wait_for(lambda: not _squeue(small_testbed) and _nodes_ok(small_testbed), 120,
+             "both sites idle before the run")
+    yield small_testbed
+    for container in small_testbed.containers():  # whatever happened: all running again
+        if not container.running:
+            small_testbed.docker.docker_cmd("start", container.id)
+    for site in SITES:
+        small_testbed.exec(site, ["scancel", "--user=malleable"])
+    wait_for(lambda: not _squeue(small_testbed) and _nodes_ok(small_testbed), 180,
+             "every node back and idle after the run")
+
+
+def _kill_under_the_job(tb: Testbed, killed: dict[str, str], stop: threading.Event) -> None:
+    """Once the managed job runs on 4 nodes, kill a container without its batch host."""
+    while not stop.is_set():
+        for _, state, nodes, batch, comment in _squeue(tb):
+            if state == "RUNNING" and meta.decode(comment) is not None:
+                names = hostlist.expand(nodes)
+                if len(names) == 4:
+                    victim = next(n for n in reversed(names) if
+                                  tb.container(n).hostname != tb.container(batch).hostname)
+                    container = tb.container(victim)
+                    tb.docker.docker_cmd("kill", container.id)
+                    killed.update(container=container.hostname, nodes=",".join(
+                        n for n in names if tb.container(n).hostname == container.hostname))
+                    return
+        time.sleep(1.0)
+
+
+def test_a_killed_compute_container_is_shed_and_the_job_completes(quiet: Testbed,
+                                                                   tmp_path: Path) -> None:
+    config = tmp_path / "clusters.toml"
+    config.write_text(quiet.config_toml())
+    workload = tmp_path / "one.swf"
+    write_swf(workload, [JobSpec("1", JobKind.MALLEABLE, 1, 4, 4, submit_time=0.0,
+                                 app="fixed", runtime=RUNTIME)])
+    out = tmp_path / "out"
+    killed: dict[str, str] = {}
+    stop = threading.Event()
+    killer = threading.Thread(target=_kill_under_the_job, args=(quiet, killed, stop), daemon=True)
+    killer.start()
+    began = time.monotonic()
+    try:
+        rc = main(["manager", "run", "--config", str(config), "--policy",
+                   "fpsma", "--approach", "pra", "--workload", str(workload),
+                   "--time-scale", "1", "--poll", "2", "--deadline", "400", "--out", str(out),
+                   "--json"])
+    finally:
+        stop.set()
+        killer.join(timeout=60)
+    seconds = time.monotonic() - began
+    summary = json.loads((out / "summary.json").read_text())
+    print(f"\nnode failure: rc {rc} in {seconds:.0f} s, killed {killed}, "
+          f"node_failures {summary['node_failures']}, retries {summary['retries']}")
+    assert killed, "the job never ran on 4 nodes: nothing was killed"
+    assert rc == 0 and summary["stopped"] == "done" and summary["completed"] == 1
+    assert summary["failed_jobs"] == {} and summary["retries"] == {}
+    (failure,) = summary["node_failures"]
+    assert failure["site"] == killed["container"].split("-")[0]
+    assert failure["action"] == "shed"
+    assert failure["outcome"] == "done" and failure["after"] == 2
+    assert sorted(str(failure["dead"]).split(",")) == sorted(killed["nodes"].split(","))
+    helpers = [row for row in _squeue(quiet) if (tag := meta.decode(row[4])) is not None
+               and tag.helper_for is not None]
+    assert helpers == []
