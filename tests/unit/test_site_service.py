@@ -235,3 +235,20 @@ def test_status_and_metrics_show_jobs_and_resizes(tmp_path: Path) -> None:
     assert "malleable_cycle_seconds_count 3.0" in text
     assert service.config.status_path.exists()
     service.close()
+
+
+def test_an_mpi_job_without_its_channel_is_not_resized(tmp_path: Path,
+                                                        caplog: pytest.LogCaptureFixture
+                                                        ) -> None:
+    sites = Sites("vu")
+    fake = sites.fakes["vu"]
+    comment = tags.encode(tags.UserTag(1, 4, mpi=True), "alice")
+    alice = fake.add_job(1, comment, name="jacobi", user="alice", held=True)
+    caplog.set_level(logging.WARNING, "malleable.site.adapter")
+    service, driver = _open(tmp_path, sites)
+    _cycle(driver, 4)  # placed and followed; FPSMA would grow it into the idle nodes
+    assert alice.state == "RUNNING" and len(alice.nodes) == 1
+    assert not any("expand" in " ".join(c) for c in fake.calls)
+    lines = [r.getMessage() for r in caplog.records if "event=mpi_no_channel" in r.getMessage()]
+    assert len(lines) == 1 and f"slurm_id={alice.job_id}" in lines[0]
+    service.close()
