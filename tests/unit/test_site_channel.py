@@ -19,6 +19,7 @@ from malleable.site.channel import (
     ChannelError,
     ChannelServer,
     Decoded,
+    NotNow,
     RelayShell,
     Session,
     parse_unmunge,
@@ -200,4 +201,24 @@ def test_a_session_whose_agent_left_raises(server: ChannelServer, run_dir: Path)
         session.call("read", node="here", path=f"{run_dir}/ch/offer.json")
     server.settle(owner, verify)
     assert server.session("vu", 42) is None
+    thread.join(10)
+
+
+def test_a_registration_waits_while_its_site_does_not_answer(server: ChannelServer,
+                                                             run_dir: Path) -> None:
+    answers = iter([True, True, False])
+
+    def sometimes(site: str, job: int) -> tuple[str, bool] | None:
+        if next(answers, False):
+            raise NotNow(site)
+        return owner(site, job)
+
+    thread, outcome = connect(server, run_dir)
+    deadline = time.monotonic() + 10
+    while server.session("vu", 42) is None:
+        assert time.monotonic() < deadline
+        server.settle(sometimes, verify)
+        time.sleep(0.05)
+    assert server.refused == 0
+    server.close()
     thread.join(10)

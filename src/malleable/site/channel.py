@@ -54,6 +54,10 @@ class ChannelError(Exception):
     """The agent did not answer, or answered with an error."""
 
 
+class NotNow(Exception):
+    """The owner of a job cannot be told this cycle (its site did not answer the poll)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Decoded:
     """What ``unmunge`` says of a credential."""
@@ -140,6 +144,7 @@ class Registration:
     sock: socket.socket
     reader: LineReader
     peer: str
+    since: float = field(default_factory=time.monotonic)
 
     @property
     def site(self) -> str:
@@ -152,7 +157,8 @@ class Registration:
 
 
 Owner = Callable[[str, int], "tuple[str, bool] | None"]
-"""(site, Slurm id) -> (owner, whether it is a tagged --mpi job), None if unknown."""
+"""(site, Slurm id) -> (owner, whether it is a tagged --mpi job), None if unknown;
+:class:`NotNow` when the site's queue is not known this cycle."""
 Verifier = Callable[[str, str], Decoded]
 """(site, credential) -> what unmunge says on that site."""
 
@@ -164,6 +170,8 @@ class ChannelServer:
     host: str
     port: int
     handshake_timeout: float = 10.0
+    patience: float = 120.0
+    """Seconds a registration may wait for its site to answer a poll before refusal."""
     sessions: dict[tuple[str, int], Session] = field(default_factory=dict)
     refused: int = 0
     _queue: queue.Queue[Registration] = field(default_factory=queue.Queue)
@@ -224,12 +232,21 @@ class ChannelServer:
 
     def settle(self, owner: Owner, verify: Verifier) -> None:
         """Verify the registrations waiting (on the caller's thread); drop dead sessions."""
+        later: list[Registration] = []
         while True:
             try:
                 reg = self._queue.get_nowait()
             except queue.Empty:
                 break
-            self._verify(reg, owner, verify)
+            try:
+                self._verify(reg, owner, verify)
+            except NotNow:
+                if time.monotonic() - reg.since < self.patience:
+                    later.append(reg)
+                else:
+                    self._refuse(reg, Decoded(False, "", "", ""), "its site did not answer")
+        for reg in later:
+            self._queue.put(reg)
         for key in [k for k, s in self.sessions.items() if s.closed]:
             del self.sessions[key]
 
@@ -251,12 +268,7 @@ class ChannelServer:
             elif decoded.user != known[0]:
                 reason = f"{decoded.user} is not the owner of job {job} ({known[0]})"
         if reason:
-            self.refused += 1
-            logger.warning("event=channel_refused site=%s slurm_id=%s peer=%s user=%s "
-                           "reason=%r", site, job, reg.peer, decoded.user or "?", reason)
-            with contextlib.suppress(OSError):
-                send(reg.sock, {"ok": False, "error": reason})
-            reg.sock.close()
+            self._refuse(reg, decoded, reason)
             return
         old = self.sessions.get((site, job))
         if old is not None:
@@ -274,6 +286,14 @@ class ChannelServer:
             reg.sock, reg.reader)
         logger.info("event=channel_open site=%s slurm_id=%d user=%s peer=%s", site, job,
                     decoded.user, reg.peer)
+
+    def _refuse(self, reg: Registration, decoded: Decoded, reason: str) -> None:
+        self.refused += 1
+        logger.warning("event=channel_refused site=%s slurm_id=%s peer=%s user=%s "
+                       "reason=%r", reg.site, reg.job, reg.peer, decoded.user or "?", reason)
+        with contextlib.suppress(OSError):
+            send(reg.sock, {"ok": False, "error": reason})
+        reg.sock.close()
 
     def session(self, site: str, job: int) -> Session | None:
         found = self.sessions.get((site, job))

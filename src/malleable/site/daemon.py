@@ -43,7 +43,7 @@ from malleable.manager import Manager
 from malleable.policies.registry import PolicySpec
 from malleable.realtime import Outcome, RealtimeDriver
 from malleable.site.adapter import Found, SiteSlurm
-from malleable.site.channel import ChannelServer, Decoded, unmunge
+from malleable.site.channel import ChannelServer, Decoded, NotNow, unmunge
 from malleable.site.config import ServiceConfig, load_service_config
 from malleable.site.metrics import ServiceMetrics
 from malleable.site.placement import CopiesPolicy
@@ -113,7 +113,11 @@ class SiteService:
 
     def _owner(self, site: str, slurm_id: int) -> tuple[str, bool] | None:
         adapter = self.adapters.get(site)
-        return None if adapter is None or not self.fresh(site) else adapter.owner(slurm_id)
+        if adapter is None:
+            return None
+        if not self.fresh(site):
+            raise NotNow(site)
+        return adapter.owner(slurm_id)
 
     def _unmunge(self, site: str, credential: str) -> Decoded:
         return unmunge(self.adapters[site].ctl.runner, credential)
@@ -384,9 +388,11 @@ class ServiceDriver(RealtimeDriver):
 
 
 def driver_for(service: SiteService, max_failures: int = 1_000_000) -> ServiceDriver:
-    """The driver of a service (a site that stays down never stops it)."""
+    """The driver of a service (a site that stays down never stops it; a poll slower than
+    the period, up to 10 s, is waited for rather than the site marked unavailable)."""
     return ServiceDriver(service.manager, service.clock, (), service.config.poll,
-                         max_failures=max_failures, service=service)
+                         max_failures=max_failures, service=service,
+                         poll_timeout=max(10.0, 2 * service.config.poll))
 
 
 def write_status(path: Path, status: dict[str, Any]) -> None:
