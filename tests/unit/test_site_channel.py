@@ -213,7 +213,7 @@ def test_a_registration_waits_while_its_site_does_not_answer(server: ChannelServ
             raise NotNow(site)
         return owner(site, job)
 
-    thread, outcome = connect(server, run_dir)
+    thread, _ = connect(server, run_dir)
     deadline = time.monotonic() + 10
     while server.session("vu", 42) is None:
         assert time.monotonic() < deadline
