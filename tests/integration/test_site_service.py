@@ -1,23 +1,21 @@
-"""The site service on the testbed: users' malleable jobs grown as the Slurm
-operator `malleable`, a rigid job untouched, a forged tag ignored, SIGKILL and restart,
-SIGHUP, SIGTERM, status --json and /metrics (issue 13).
+"""The site service on the testbed, as on a site: users submit with ``malleable submit``
+on the login node as themselves; ``manager serve`` runs in the vu controller as the
+service account ``malleable`` (never root), reaches vu locally and uva over SSH, and
+acts on users' jobs as Slurm's operator (issue 13).
 
-The users submit with plain ``sbatch --hold --comment=TAG`` (the documented equivalent of
-``malleable submit``: the testbed image carries the package of its build, not this
-checkout). The service runs on this machine and reaches both sites over SSH as
-``malleable`` (its Slurm identity); locally it runs as whoever runs the tests, hence the
-hidden ``--allow-root``.
+Covered: growth of alice's and bob's jobs, a rigid job untouched, a forged tag, status
+--json and /metrics, SIGKILL and restart, SIGHUP, SIGTERM; and the application channel:
+alice's Jacobi (``--mpi``) grown 2 -> 4 by the service across a SIGKILL of the service,
+with the checksum of a fixed run, while bob's attempt to take her job's channel is
+refused and logged.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import math
 import re
-import signal
-import subprocess
-import sys
-import urllib.request
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,18 +24,34 @@ import pytest
 from malleable.testbed import Testbed
 from tests.fakes.waits import wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+HOME = "/home/malleable/serve"
+CHANNEL = "vu-ctl:7461"
 SERVICE = """[service]
 state = "{dir}/state.sqlite"
 poll = {poll}
 metrics = "127.0.0.1:0"
+channel = "0.0.0.0:7461"
+account = "malleable"
 
 [policy]
 name = "fpsma"
 [policy.options]
 approach = "pwa"
+
+[ssh]
+user = "malleable"
+key = "/home/malleable/.ssh/id_ed25519"
+known_hosts = "/etc/ssh/ssh_known_hosts"
+
+[clusters.vu]
+partition = "batch"
+
+[clusters.uva]
+host = "uva-ctl"
+partition = "batch"
 """
 
 
@@ -50,6 +64,7 @@ def _tag(low: int, high: int, user: str | None = None) -> str:
 
 def _sbatch(tb: Testbed, site: str, user: str, nodes: int, comment: str = "",
             hold: bool = True) -> str:
+    """Plain sbatch: carol's rigid job, and a hand-made (forged) tag."""
     argv = ["sbatch", "--parsable", f"-N{nodes}", "--exclusive", "--wrap", "sleep 600"]
     if hold:
         argv.insert(2, "--hold")
@@ -58,66 +73,85 @@ def _sbatch(tb: Testbed, site: str, user: str, nodes: int, comment: str = "",
     return tb.exec(site, argv, user=user, timeout=30, check=True).stdout.strip().split(";")[0]
 
 
+def _submit(tb: Testbed, site: str, user: str, *args: str) -> str:
+    """``malleable submit`` on the site's login node, as ``user``: the Slurm id."""
+    out = tb.exec(site, ["malleable", "submit", *args], user=user, timeout=60, check=True)
+    return out.stdout.strip()
+
+
 def _job(tb: Testbed, site: str, job: str) -> dict[str, str]:
     out = tb.exec(site, ["scontrol", "-o", "show", "job", job], timeout=30).stdout
     return dict(f.split("=", 1) for f in out.split() if "=" in f)
 
 
 class Serve:
-    """The service as a process; its log; stopped (killed if need be) at the end."""
+    """``manager serve`` in the vu controller as ``malleable``; its log; its signals."""
 
-    def __init__(self, config: Path) -> None:
-        self.config = config
-        self.log = config.with_name(f"serve-{os.getpid()}.log")
-        self.proc: subprocess.Popen[bytes] | None = None
+    def __init__(self, tb: Testbed, poll: float = 3.0) -> None:
+        self.tb = tb
+        self.config = f"{HOME}/manager.toml"
+        self.log = f"{HOME}/serve.log"
+        self.write_config(SERVICE.format(dir=HOME, poll=poll))
+
+    def sh(self, script: str, timeout: float = 60.0, check: bool = True) -> str:
+        return self.tb.exec("vu", ["sh", "-c", script], user="malleable", timeout=timeout,
+                            check=check).stdout
+
+    def write_config(self, text: str) -> None:
+        self.tb.exec("vu", ["sh", "-c", f"mkdir -p {HOME} && cat > {self.config}"],
+                     user="malleable", input_text=text, timeout=30, check=True)
 
     def start(self) -> None:
-        env = {**os.environ, "PYTHONPATH": str(SRC)}
-        with self.log.open("ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "malleable", "manager", "serve", "--config",
-                 str(self.config), "--allow-root"], stdout=subprocess.DEVNULL, stderr=log,
-                env=env)
+        self.sh(f"cd {HOME} && nohup sh -c 'malleable manager serve --config {self.config}; "
+                f"echo exit=$? >&2' >> {self.log} 2>&1 < /dev/null &")
+
+    def pid(self) -> str:
+        return self.sh("pgrep -u malleable -f '^python3 -m malleable manager serve' || true"
+                       ).strip()
 
     def text(self) -> str:
-        return self.log.read_text()
+        return self.sh(f"cat {self.log} 2>/dev/null || true")
 
-    def stop(self, sig: int = signal.SIGKILL) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(sig)
-        return self.proc.wait(timeout=120)
+    def signal(self, name: str) -> None:
+        self.sh(f"kill -{name} {self.pid()}")
+
+    def stop(self, name: str = "KILL") -> None:
+        self.signal(name)
+        wait_for(lambda: not self.pid(), 120, "the service to end")
+
+    def as_malleable(self, *argv: str) -> str:
+        return self.sh(shlex.join(argv))
 
 
 @pytest.fixture
-def serve(small_testbed: Testbed, tmp_path: Path) -> Iterator[Serve]:
-    config = tmp_path / "manager.toml"
-    config.write_text(SERVICE.format(dir=tmp_path, poll=3.0) + small_testbed.config_toml())
-    service = Serve(config)
+def serve(small_testbed: Testbed) -> Iterator[Serve]:
+    service = Serve(small_testbed)
     yield service
-    if service.log.exists():  # shown by pytest when the test failed
-        print("".join(line for line in service.text().splitlines(keepends=True)
-                      if "paramiko" not in line)[-6000:])
-    if service.proc is not None and service.proc.poll() is None:
-        service.proc.kill()
-        service.proc.wait()
+    print("".join(line for line in service.text().splitlines(keepends=True)
+                  if "paramiko" not in line)[-8000:])  # shown by pytest when the test failed
+    if service.pid():
+        service.stop("KILL")
+    service.sh(f"rm -rf {HOME}")
     for site in ("vu", "uva"):
         for user in ("alice", "bob", "carol"):
             small_testbed.exec(site, ["scancel", "-u", user], timeout=30)
 
 
 def test_the_service_grows_users_jobs_and_survives_restarts(
-        small_testbed: Testbed, serve: Serve, tmp_path: Path) -> None:
+        small_testbed: Testbed, serve: Serve) -> None:
     tb = small_testbed
     carol = _sbatch(tb, "vu", "carol", 1, hold=False)
-    alice = _sbatch(tb, "vu", "alice", 1, _tag(1, 3))
-    bob = _sbatch(tb, "uva", "bob", 1, _tag(1, 2))
+    alice = _submit(tb, "vu", "alice", "--min", "1", "--max", "3", "--", "sleep", "600")
+    bob = _submit(tb, "uva", "bob", "--min", "1", "--max", "2", "--", "sleep", "600")
     forged = _sbatch(tb, "uva", "bob", 1, _tag(1, 4, user="alice"))
+    assert _job(tb, "vu", alice)["JobState"] == "PENDING"  # held until the service places it
     serve.start()
 
     # alice's and bob's jobs are released and grown to their maximum, as Slurm shows
-    wait_for(lambda: _job(tb, "vu", alice).get("NumNodes") == "3", 120, "alice's job at 3")
-    wait_for(lambda: _job(tb, "uva", bob).get("NumNodes") == "2", 120, "bob's job at 2")
+    wait_for(lambda: _job(tb, "vu", alice).get("NumNodes") == "3", 180, "alice's job at 3")
+    wait_for(lambda: _job(tb, "uva", bob).get("NumNodes") == "2", 180, "bob's job at 2")
     assert _job(tb, "vu", alice)["UserId"].startswith("alice(")
+    assert "malleable" in serve.sh("ps -o user= -p " + serve.pid())  # not root
     rigid = _job(tb, "vu", carol)
     assert (rigid["JobState"], rigid["NumNodes"]) == ("RUNNING", "1")
     # the forged tag (bob's job claiming to be alice's) is logged and the job left held
@@ -125,35 +159,90 @@ def test_the_service_grows_users_jobs_and_survives_restarts(
     assert _job(tb, "uva", forged)["JobState"] == "PENDING"
 
     # status --json and /metrics
-    status = json.loads(subprocess.run(
-        [sys.executable, "-m", "malleable", "manager", "status", "--config", str(serve.config),
-         "--json"], capture_output=True, check=True, env={**os.environ, "PYTHONPATH": str(SRC)}
-    ).stdout)
+    status = json.loads(serve.as_malleable("malleable", "manager", "status", "--config",
+                                           serve.config, "--json"))
     assert status["running"] is True
-    sizes = {j["id"]: j["size"] for j in status["jobs"]}
-    assert sizes == {f"alice:vu.{alice}": 3, f"bob:uva.{bob}": 2}
+    sizes = {j["user"]: j["size"] for j in status["jobs"]}
+    assert sizes == {"alice": 3, "bob": 2}
     port = int(re.findall(r"event=metrics address=127.0.0.1:(\d+)", serve.text())[-1])
-    metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
-    assert b'malleable_resizes_total{kind="grow",outcome="done"} 2.0' in metrics
-    assert b'malleable_managed_jobs{state="running"} 2.0' in metrics
+    metrics = serve.as_malleable("python3", "-c", "import urllib.request; print(urllib.request."
+                                 f"urlopen('http://127.0.0.1:{port}/metrics').read().decode())")
+    assert 'malleable_resizes_total{kind="grow",outcome="done"} 2.0' in metrics
+    assert 'malleable_managed_jobs{state="running"} 2.0' in metrics
 
     # SIGKILL; meanwhile bob submits on vu (full): after the restart the service takes
-    # everything up again from its journal, once, and adopts bob's new job
-    serve.stop(signal.SIGKILL)
-    bob2 = _sbatch(tb, "vu", "bob", 1, _tag(1, 1))
+    # everything up again from its journal, once, adopts bob's new job and shrinks
+    # alice's (PWA: the waiting job first) to place it
+    serve.stop("KILL")
+    bob2 = _submit(tb, "vu", "bob", "--min", "1", "--max", "1", "--", "sleep", "600")
     serve.start()
     wait_for(lambda: "event=resumed" in serve.text(), 60, "the resume")
     assert re.search(r"event=resumed run=\w+ jobs=2 followed=2 waiting=0", serve.text())
-    wait_for(lambda: f"event=adopted job=bob:vu.{bob2}" in serve.text(), 60, "bob's 2nd job")
-    assert serve.text().count(f"event=adopted job=alice:vu.{alice}") == 1  # not twice
+    wait_for(lambda: re.search(rf"event=adopted job=bob:\w+ user=bob site=vu "
+                               rf"slurm_id={bob2}", serve.text()) is not None, 60,
+             "bob's 2nd job")
+    assert serve.text().count("event=adopted job=alice:") == 1  # not twice
+    wait_for(lambda: _job(tb, "vu", bob2).get("JobState") == "RUNNING", 180,
+             "bob's 2nd job placed after shrinking alice's")
+    assert _job(tb, "vu", alice)["NumNodes"] == "2"
     assert _job(tb, "vu", alice)["JobState"] == "RUNNING"
     assert _job(tb, "vu", carol)["NumNodes"] == "1"
 
     # SIGHUP reloads (a new poll period); SIGTERM ends with 0
-    serve.config.write_text(serve.config.read_text().replace("poll = 3.0", "poll = 2.0"))
-    assert serve.proc is not None
-    serve.proc.send_signal(signal.SIGHUP)
+    serve.write_config(SERVICE.format(dir=HOME, poll=2.0))
+    serve.signal("HUP")
     wait_for(lambda: "event=reloaded policy=fpsma poll=2.0" in serve.text(), 60, "the reload")
-    assert serve.stop(signal.SIGTERM) == 0
-    assert "event=stopped reason=signal" in serve.text()
+    serve.stop("TERM")
+    assert "event=stopped reason=signal" in serve.text() and "exit=0" in serve.text()
     assert _job(tb, "vu", alice)["JobState"] == "RUNNING"  # jobs keep running
+
+
+def _result(tb: Testbed, site: str, job: str) -> dict[str, float] | None:
+    out = tb.exec(site, ["cat", f"malleable-{job}.result.json"], user="alice", timeout=30)
+    return json.loads(out.stdout) if out.rc == 0 and out.stdout.strip() else None
+
+
+def test_alices_jacobi_is_grown_through_the_channel_and_bob_cannot_answer(
+        small_testbed: Testbed, serve: Serve) -> None:
+    tb = small_testbed
+    for site in ("vu", "uva"):  # alice's own key to reach her nodes (mpirun, staging)
+        tb.exec(site, ["sh", "-c", "test -f .ssh/id_ed25519 || { mkdir -p -m 700 .ssh && "
+                       "ssh-keygen -q -t ed25519 -N '' -f .ssh/id_ed25519 && cat "
+                       ".ssh/id_ed25519.pub >> .ssh/authorized_keys; }"], user="alice",
+                timeout=30, check=True)
+        tb.exec(site, ["sh", "-c", "cat > jacobi.py"], user="alice", timeout=30, check=True,
+                input_text=(EXAMPLES / "jacobi.py").read_text())
+    args = ["--", "jacobi.py", "--iterations", "150", "--size", "64", "--delay", "0.4"]
+    grown = _submit(tb, "vu", "alice", "--min", "2", "--max", "4", "--initial", "2", "--mpi",
+                    "--service", CHANNEL, *args)
+    fixed = _submit(tb, "uva", "alice", "--min", "2", "--max", "2", "--mpi",
+                    "--service", CHANNEL, *args)
+    serve.start()
+    wait_for(lambda: f"slurm_id={grown} nodes=2" in serve.text(), 180, "alice's job placed")
+
+    # the service is killed and restarted: the job's agent connects again
+    serve.stop("KILL")
+    serve.start()
+    wait_for(lambda: "event=resumed" in serve.text(), 60, "the resume")
+    restarted = len(serve.text())
+    wait_for(lambda: f"event=channel_open site=vu slurm_id={grown} user=alice"
+             in serve.text()[restarted:], 240, "alice's channel after the restart")
+
+    # bob runs an agent for alice's job: his MUNGE credential says bob: refused, logged
+    tb.exec("vu", ["timeout", "40", "python3", "-m", "malleable.site.agent", "--service",
+                   CHANNEL, "--site", "vu", "--job", grown, "--run-dir",
+                   "/tmp/malleable-bob/x", "--program", "jacobi.py"], user="bob", timeout=60)
+    assert re.search(rf"event=channel_refused site=vu slurm_id={grown} peer=\S+ user=bob "
+                     rf"reason=.bob is not the owner of job {grown} \(alice\)", serve.text())
+
+    wait_for(lambda: re.search(r"event=mpi_resized site=vu job=alice:\w+ processes=2->4 "
+                               r"nodes=2->4 outcome=done", serve.text()) is not None, 400,
+             "the grow 2 -> 4 through the channel")
+    assert _job(tb, "vu", grown)["NumNodes"] == "4"
+    wait_for(lambda: _result(tb, "vu", grown) is not None, 400, "the grown run's result")
+    wait_for(lambda: _result(tb, "uva", fixed) is not None, 200, "the fixed run's result")
+    malleable, reference = _result(tb, "vu", grown), _result(tb, "uva", fixed)
+    assert malleable is not None and reference is not None
+    assert [p["size"] for p in malleable["phases"]] == [2, 4]
+    assert [p["size"] for p in reference["phases"]] == [2]
+    assert math.isclose(malleable["checksum"], reference["checksum"], rel_tol=1e-12)

@@ -235,3 +235,41 @@ def test_status_and_metrics_show_jobs_and_resizes(tmp_path: Path) -> None:
     assert "malleable_cycle_seconds_count 3.0" in text
     assert service.config.status_path.exists()
     service.close()
+
+
+def test_an_mpi_job_without_its_channel_is_not_resized(tmp_path: Path,
+                                                        caplog: pytest.LogCaptureFixture
+                                                        ) -> None:
+    sites = Sites("vu")
+    fake = sites.fakes["vu"]
+    comment = tags.encode(tags.UserTag(1, 4, mpi=True), "alice")
+    alice = fake.add_job(1, comment, name="jacobi", user="alice", held=True)
+    caplog.set_level(logging.WARNING, "malleable.site.adapter")
+    service, driver = _open(tmp_path, sites)
+    _cycle(driver, 4)  # placed and followed; FPSMA would grow it into the idle nodes
+    assert alice.state == "RUNNING" and len(alice.nodes) == 1
+    assert not any("expand" in " ".join(c) for c in fake.calls)
+    lines = [r.getMessage() for r in caplog.records if "event=mpi_no_channel" in r.getMessage()]
+    assert len(lines) == 1 and f"slurm_id={alice.job_id}" in lines[0]
+    service.close()
+
+
+def test_a_job_waiting_on_a_full_site_shrinks_jobs_there_not_elsewhere(
+        tmp_path: Path) -> None:
+    """The testbed's scenario: vu full (alice 3 + carol's rigid 1), uva half empty; bob's
+    new job has its only copy on vu. One decision over both sites chose uva (worst fit),
+    could not go there and shrank nothing; site by site, alice is shrunk on vu."""
+    sites = Sites("vu", "uva", nodes=4)
+    vu, uva = sites.fakes["vu"], sites.fakes["uva"]
+    vu.add_job(1, "", name="rigid", user="carol")
+    alice = _submit(vu, "alice", 1, 3, 1)
+    bob = _submit(uva, "bob", 1, 2, 1)
+    service, driver = _open(tmp_path, sites, approach="pwa")
+    _cycle(driver, 4)
+    assert (len(alice.nodes), len(bob.nodes)) == (3, 2)
+    service.close()
+    service, driver = _open(tmp_path, sites, approach="pwa")  # a restart, as on the testbed
+    bob2 = _submit(vu, "bob", 1, 1, 1)
+    _cycle(driver, 4)
+    assert bob2.state == "RUNNING" and len(alice.nodes) == 2 and len(bob.nodes) == 2
+    service.close()

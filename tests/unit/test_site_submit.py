@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -36,14 +37,52 @@ def _option(argv: list[str], name: str) -> str:
 def test_one_site_prints_the_slurm_id_and_submits_held_and_tagged() -> None:
     runner = Recorder()
     shown, ids = submit(Submission(2, 8, ("python3", "app.py", "a b; rm -rf /"), preferred=4,
-                                   time="10:00", mpi=True), runner, "alice")
+                                   time="10:00"), runner, "alice")
     assert shown == "4242" and ids == [4242]
     [(argv, script)] = runner.calls
     assert argv[:3] == ["sbatch", "--parsable", "--hold"]
     assert "--nodes=4" in argv and "--time=10:00" in argv
     tag = tags.parse(_option(argv, "comment"), "alice")
-    assert (tag.min_size, tag.max_size, tag.preferred, tag.mpi) == (2, 8, 4, True)
+    assert (tag.min_size, tag.max_size, tag.preferred, tag.mpi) == (2, 8, 4, False)
     assert script == "#!/bin/sh\nexec python3 app.py 'a b; rm -rf /'\n"
+
+
+def test_mpi_submits_the_runner_script_with_the_channel_agent(tmp_path: Path) -> None:
+    program = tmp_path / "jacobi.py"
+    program.write_text("print('jacobi')\n")
+    runner = Recorder()
+    submit(Submission(2, 4, (str(program), "--iterations", "40"), mpi=True,
+                      service="vu-ctl:7461"), runner, "alice")
+    [(argv, script)] = runner.calls
+    assert tags.parse(_option(argv, "comment"), "alice").mpi
+    assert script is not None and "D=/tmp/malleable-alice/$SLURM_JOB_ID" in script
+    agent = next(line for line in script.splitlines() if "malleable.site.agent" in line)
+    assert "--service vu-ctl:7461" in agent and '--job "$SLURM_JOB_ID"' in agent
+    assert agent.endswith("--program jacobi.py &")
+    assert '--result "$D/result.json" --iterations 40' in script
+    assert 'malleable-$SLURM_JOB_ID.result.json' in script and 'kill "$AGENT"' in script
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ([], "--mpi needs the service's channel address"),
+    (["--service", "nohost"], "--service: service address 'nohost'"),
+    (["--service", "h:1", "--iface", "a b"], "--iface 'a b'"),
+])
+def test_bad_mpi_arguments_exit_2(extra: list[str], message: str, tmp_path: Path,
+                                  monkeypatch: pytest.MonkeyPatch,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("MALLEABLE_SERVICE", raising=False)
+    program = tmp_path / "app.py"
+    program.write_text("")
+    code = main(["submit", "--min", "1", "--max", "2", "--mpi", *extra, "--", str(program)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and message in err and len(err.splitlines()) == 1
+
+
+def test_mpi_needs_a_python_program(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["submit", "--min", "1", "--max", "2", "--mpi", "--service", "h:1", "--",
+                 "/bin/ls"])
+    assert code == 2 and "must be a malleable.mpi Python program" in capsys.readouterr().err
 
 
 def test_several_sites_share_one_submission_id() -> None:

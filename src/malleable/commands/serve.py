@@ -78,6 +78,13 @@ def serve(args: argparse.Namespace) -> int:
         if config.metrics is not None:
             port = service.metrics.serve(*config.metrics)
             log.info("event=metrics address=%s:%d", config.metrics[0], port)
+        if service.channel is not None:
+            try:
+                service.channel.start()
+            except OSError as exc:
+                raise InputError(f"service.channel: cannot listen on "
+                                 f"{service.channel.host}:{service.channel.port}: {exc}",
+                                 source=config.source) from None
         driver = driver_for(service)
 
         def hangup(signum: int, frame: FrameType | None) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import os
 from typing import Any
 
 from malleable.errors import InputError
@@ -19,7 +20,7 @@ def register(sub: Any) -> None:
                     "size its policy chooses, then grows and shrinks it within [--min, --max]. "
                     "Prints the Slurm job id (with several --site: the service's id USER:SUB).",
         usage="malleable submit [--site S] --min A --max B [--preferred P] [--initial I] "
-              "[--time LIMIT] [--app-model M] [--mpi] -- COMMAND ARGS...")
+              "[--time LIMIT] [--app-model M] [--mpi --service HOST:PORT] -- COMMAND ARGS...")
     p.add_argument("--site", metavar="S[,T...]",
                    help="Slurm cluster(s) to submit to (sbatch --clusters); default: this "
                         "login node's cluster. With several, the service places one copy")
@@ -33,7 +34,14 @@ def register(sub: Any) -> None:
     p.add_argument("--app-model", default="fixed", metavar="M",
                    help="application model name for the policy (default fixed)")
     p.add_argument("--mpi", action="store_true",
-                   help="mark the job as a malleable.mpi application (tag field mpi)")
+                   help="COMMAND is a malleable.mpi program (PROGRAM.py ARGS): run it under "
+                        "mpirun through the runner, its offers relayed by the service")
+    p.add_argument("--service", metavar="HOST:PORT",
+                   default=os.environ.get("MALLEABLE_SERVICE"),
+                   help="with --mpi: the site service's channel address (default: "
+                        "$MALLEABLE_SERVICE)")
+    p.add_argument("--iface", default="eth0", metavar="NAME",
+                   help="with --mpi: the nodes' network interface for MPI (default eth0)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS...",
                    help="the program and its arguments, after --")
     p.set_defaults(func=run)
@@ -50,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     if args.site is not None and not sites:
         raise InputError("--site: name at least one cluster")
     request = Submission(args.min, args.max, tuple(command), args.preferred, args.initial,
-                         args.time, args.app_model, args.mpi, sites)
+                         args.time, args.app_model, args.mpi, sites, args.service,
+                         args.iface)
     shown, _ids = submit(request, LocalRunner(), getpass.getuser())
     print(shown)
     return 0

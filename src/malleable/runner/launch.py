@@ -45,6 +45,11 @@ class Launch:
     btl: str = "tcp,self"
     workdir: str = RUN_ROOT
     mca: tuple[tuple[str, str], ...] = field(default=())
+    agent: str = ""
+    """Shell text run in the background before mpirun (the site service's channel
+    agent, :mod:`malleable.site.agent`); its pid is ``$AGENT``, killed when mpirun ends."""
+    keep_result: bool = False
+    """Copy ``result.json`` to ``$SLURM_SUBMIT_DIR/malleable-JOBID.result.json`` at the end."""
 
     def __post_init__(self) -> None:
         if not self.program or "/" in self.program or self.program.startswith("."):
@@ -80,7 +85,7 @@ for n in "$SLURMD_NODENAME" $OTHERS; do
   echo "$n $h" >> "$D/nodes.tmp"; echo "$h" >> "$D/hostfile"
 done
 mv "$D/nodes.tmp" "$D/nodes"
-mpirun {options} --hostfile "$D/hostfile" -n "$(wc -l < "$D/hostfile")" \
+{agent}mpirun {options} --hostfile "$D/hostfile" -n "$(wc -l < "$D/hostfile")" \
   {python} "$D/{program}" --channel "$D/ch" --result "$D/result.json" {args}
 rc=$?
 echo "$rc" > "$D/ch/mpirun_rc"
@@ -91,13 +96,19 @@ if [ "$rc" -ne 0 ] && [ -s "$D/result.json" ]; then
   rc=0
 fi
 echo "$rc" > "$D/ch/exit"
-exit "$rc"
+{after}exit "$rc"
 """
 
 
 def batch_script(launch: Launch) -> str:
     """The bash batch script for ``launch`` (goes to sbatch on stdin)."""
     payload = base64.encodebytes(launch.source.encode()).decode().strip()
-    return _TEMPLATE.format(workdir=shlex.quote(launch.workdir), program=launch.program,
+    agent = f"{launch.agent} &\nAGENT=$!\n" if launch.agent else ""
+    after = 'kill "$AGENT" 2>/dev/null\n' if launch.agent else ""
+    if launch.keep_result:
+        after += ('[ -s "$D/result.json" ] && cp "$D/result.json" '
+                  '"${SLURM_SUBMIT_DIR:-$HOME}/malleable-$SLURM_JOB_ID.result.json"\n')
+    return _TEMPLATE.format(agent=agent, after=after, workdir=shlex.quote(launch.workdir),
+                            program=launch.program,
                             payload=payload, options=shlex.join(launch.mpirun_options()),
                             python=shlex.quote(launch.python), args=shlex.join(launch.args))

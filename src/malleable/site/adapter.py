@@ -14,21 +14,32 @@ differences:
 * **Placement.** A user's job waits in Slurm held (``sbatch --hold``); ``start`` sets
   the size the policy chose (``scontrol update NumNodes``) and releases it
   (``scontrol release``), both as the operator account. The adapter never submits.
+* **MPI jobs.** A job tagged ``"mpi": true`` is resized only through its application
+  channel (:mod:`malleable.site.channel`): the runner's
+  :class:`~malleable.runner.job.MpiJob` protocol (expand, stage, offer, answer, give
+  back) with every file and node operation done by the job's own agent, as its user.
+  Without an open channel such a job is not resized (logged once).
 """
 
 from __future__ import annotations
 
 import getpass
 import logging
+import os
 from dataclasses import dataclass, field
 
 import malleable.adapters.slurm.meta as meta
 from malleable.adapters.slurm.cluster import SlurmCluster
 from malleable.adapters.slurm.ctl import Poll
 from malleable.adapters.slurm.parse import SlurmJob, holds_nodes
+from malleable.adapters.slurm.resize import Outcome, ResizeResult
 from malleable.errors import ExternalError
 from malleable.model import JobKind, JobSpec, JobState
+from malleable.resources import JobEvent
+from malleable.runner.job import Change, MpiJob
+from malleable.runner.launch import Launch
 from malleable.site import tag as tags
+from malleable.site.channel import ChannelError, ChannelServer, RelayShell
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +86,10 @@ class SiteSlurm(SlurmCluster):
     """Jobs whose tag was refused (logged once), with the reason."""
     placements: int = 0
     """Held copies released since the service last counted them."""
+    channel: ChannelServer | None = None
+    """The application channel of ``--mpi`` jobs (None: such jobs are never resized)."""
+    mpi_jobs: dict[str, MpiJob] = field(default_factory=dict)
+    _no_channel: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -172,6 +187,7 @@ class SiteSlurm(SlurmCluster):
     def forget(self, job_ids: set[str]) -> None:
         """Stop keeping finished jobs and refused tags no longer in the queue."""
         for job_id in job_ids:
+            self.mpi_jobs.pop(job_id, None)
             mine = self._mine.get(job_id)
             if mine is not None and mine.finished:
                 del self._mine[job_id]
@@ -182,3 +198,91 @@ class SiteSlurm(SlurmCluster):
         """Drop refused tags of jobs that have left the queue (memory stays flat)."""
         for slurm_id in [i for i in self.ignored if i not in seen]:
             del self.ignored[slurm_id]
+
+    # ------------------------------------------------------------ MPI jobs
+
+    def owner(self, slurm_id: int) -> tuple[str, bool] | None:
+        """A tagged job's owner and whether it is an ``--mpi`` job (None: not known)."""
+        found = self.found.get(slurm_id)
+        return None if found is None else (found.user, found.tag.mpi)
+
+    def _is_mpi(self, job_id: str) -> bool:
+        return any(f.job_id == job_id and f.tag.mpi for f in self.found.values())
+
+    def offer_grow(self, job_id: str, offer: int) -> int:
+        if not self._is_mpi(job_id):
+            return super().offer_grow(job_id, offer)
+        mine = self._resizable(job_id)
+        if mine is None or offer <= 0:
+            return 0
+        return max(0, self._mpi_resize(job_id, mine.spec.accepts(mine.size, offer)))
+
+    def request_shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
+        if not self._is_mpi(job_id):
+            return super().request_shrink(job_id, amount, mandatory)
+        mine = self._resizable(job_id)
+        if mine is None or amount <= 0:
+            return 0
+        return max(0, -self._mpi_resize(job_id, -mine.spec.releases(mine.size, amount),
+                                        mandatory))
+
+    def _mpi_job(self, job_id: str, slurm_id: int) -> MpiJob | None:
+        """The job's runner state over its open channel (None: no channel, not started)."""
+        session = self.channel.session(self.name, slurm_id) if self.channel else None
+        if session is None:
+            if job_id not in self._no_channel:
+                self._no_channel.add(job_id)
+                logger.warning("event=mpi_no_channel site=%s job=%s slurm_id=%d reason='its "
+                               "agent has not connected: not resized'", self.name, job_id,
+                               slurm_id)
+            return None
+        self._no_channel.discard(job_id)
+        job = self.mpi_jobs.get(job_id)
+        if job is None or not isinstance(job.shell, RelayShell) or job.shell.session is not session:
+            launch = Launch(session.program, "", workdir=os.path.dirname(session.run_dir))
+            job = MpiJob(self.ctl, RelayShell(self.ctl.runner, session=session), launch,
+                         self.resizer, answer_timeout=60.0, done_timeout=120.0,
+                         slurm_id=slurm_id, seq=session.seq)
+            self.mpi_jobs[job_id] = job
+        return job if job.poll_started() else None
+
+    def _mpi_resize(self, job_id: str, delta: int, mandatory: bool = False) -> int:
+        """Grow (``delta`` > 0) or shrink an MPI job through its channel; nodes changed."""
+        mine = self._mine[job_id]
+        assert mine.slurm_id is not None  # _resizable checked
+        if delta == 0:
+            return 0
+        try:
+            job = self._mpi_job(job_id, mine.slurm_id)
+        except (ChannelError, ExternalError, ValueError) as exc:
+            logger.warning("event=mpi_channel_failed site=%s job=%s reason=%r", self.name,
+                           job_id, str(exc)[:200])
+            return 0
+        if job is None:
+            return 0
+        before, target = mine.size, mine.size + delta
+        token = None
+        if self.journal is not None:
+            token = self.journal.resize_begin(self.name, job_id, mine.slurm_id, before, target)
+        self._stale()
+        try:
+            change = job.grow(delta) if delta > 0 else job.shrink(-delta, mandatory)
+            job.shell.write(job.batch, f"{job.run_dir}/nodes",
+                            "".join(f"{n} {h}\n" for n, h in job.nodes))
+        except (ChannelError, ExternalError) as exc:
+            change = Change(before, job.size, len(job.nodes), 0.0, str(exc))
+        after = change.nodes_after or before
+        outcome = (Outcome.DONE if after == target else
+                   Outcome.PARTIAL if after != before else Outcome.REFUSED)
+        result = ResizeResult(mine.slurm_id, before, target, after, outcome, change.error,
+                              change.seconds)
+        if self.journal is not None and token is not None:
+            self.journal.resize_end(token, result)
+        self.resizes.append(result)
+        logger.info("event=mpi_resized site=%s job=%s processes=%d->%d nodes=%d->%d "
+                    "outcome=%s%s", self.name, job_id, change.before, change.after, before,
+                    after, outcome.value, f" error={change.error!r}" if change.error else "")
+        if after != before:
+            self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, after))
+            mine.size = after
+        return after - before

@@ -9,6 +9,7 @@
     status = "/var/lib/malleable/status.json"   # optional; default: beside the state
     account = "malleable"                       # optional: the account it must run as
     max_tries = 0                               # optional: KOALA's placement tries (0: none)
+    channel = "0.0.0.0:7461"                    # optional: the --mpi jobs' channel (agents)
 
     [policy]                                    # as for `malleable manager run`
     name = "fpsma"
@@ -37,7 +38,7 @@ from malleable.config import ClustersConfig, check_files, parse_config
 from malleable.errors import InputError, read_text
 
 TOP_KEYS = ("service", "policy", "ssh", "clusters")
-SERVICE_KEYS = ("state", "poll", "metrics", "status", "account", "max_tries")
+SERVICE_KEYS = ("state", "poll", "metrics", "status", "account", "max_tries", "channel")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,8 @@ class ServiceConfig:
     account: str | None = None
     max_tries: int | None = None
     source: str = "<config>"
+    channel: tuple[str, int] | None = None
+    """Where the ``--mpi`` jobs' agents connect (:mod:`malleable.site.channel`); None: off."""
 
     @property
     def status_path(self) -> Path:
@@ -92,6 +95,7 @@ def parse_service_config(data: dict[str, Any], source: str = "<config>",
         state=_path(raw, "state", base, source),
         poll=_poll(raw.get("poll", 5.0), source),
         metrics=_address(raw.get("metrics", ""), source),
+        channel=_address(raw.get("channel", ""), source, "channel"),
         status=_path(raw, "status", base, source) if "status" in raw else None,
         account=_text(raw, "account", source) if "account" in raw else None,
         max_tries=tries or None,
@@ -135,13 +139,13 @@ def _poll(value: Any, source: str) -> float:
     return float(value)
 
 
-def _address(value: Any, source: str) -> tuple[str, int] | None:
-    """``HOST:PORT`` (``""``: no metrics endpoint)."""
+def _address(value: Any, source: str, key: str = "metrics") -> tuple[str, int] | None:
+    """``HOST:PORT`` (``""``: none)."""
     if value == "":
         return None
     if isinstance(value, str) and ":" in value:
         host, _, port = value.rpartition(":")
         if port.isdigit() and 0 <= int(port) <= 65535:
             return host.strip("[]") or "127.0.0.1", int(port)
-    raise InputError(f"service.metrics: must be \"HOST:PORT\" (or \"\" for none), not "
+    raise InputError(f"service.{key}: must be \"HOST:PORT\" (or \"\" for none), not "
                      f"{value!r}", source=source)

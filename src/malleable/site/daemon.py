@@ -43,6 +43,7 @@ from malleable.manager import Manager
 from malleable.policies.registry import PolicySpec
 from malleable.realtime import Outcome, RealtimeDriver
 from malleable.site.adapter import Found, SiteSlurm
+from malleable.site.channel import ChannelServer, Decoded, NotNow, unmunge
 from malleable.site.config import ServiceConfig, load_service_config
 from malleable.site.metrics import ServiceMetrics
 from malleable.site.placement import CopiesPolicy
@@ -71,6 +72,7 @@ class SiteService:
     copies: dict[str, frozenset[str]]
     metrics: ServiceMetrics
     ctl_factory: CtlFactory = ctl_for
+    channel: ChannelServer | None = None
     started: float = field(default_factory=time.time)
     cycles: int = 0
     last_cycle: float | None = None
@@ -89,6 +91,8 @@ class SiteService:
 
     def discover(self, now: float) -> None:
         """Adopt the tagged jobs the sites showed (step 2 of the module docstring)."""
+        if self.channel is not None:
+            self.channel.settle(self._owner, self._unmunge)
         copies: dict[str, set[str]] = {job: {s for s in sites if not self.fresh(s)}
                                        for job, sites in self.copies.items()}
         for name, adapter in self.adapters.items():
@@ -106,6 +110,17 @@ class SiteService:
                 if job_id not in self.copies and self.manager.withdraw(
                         job_id, now, "no copy of the job is left in any queue"):
                     logger.info("event=withdrawn job=%s reason='its user cancelled it'", job_id)
+
+    def _owner(self, site: str, slurm_id: int) -> tuple[str, bool] | None:
+        adapter = self.adapters.get(site)
+        if adapter is None:
+            return None
+        if not self.fresh(site):
+            raise NotNow(site)
+        return adapter.owner(slurm_id)
+
+    def _unmunge(self, site: str, credential: str) -> Decoded:
+        return unmunge(self.adapters[site].ctl.runner, credential)
 
     def _waiting(self, adapter: SiteSlurm, found: Found, now: float,
                  copies: dict[str, set[str]]) -> None:
@@ -282,9 +297,12 @@ class SiteService:
             else:
                 self.adapters[name] = make_adapter(site, self.clock, self.info, self.store,
                                                    self.ctl_factory)
+                self.adapters[name].channel = self.channel
                 self.manager.health.setdefault(name, SiteHealth(name))
 
     def close(self) -> None:
+        if self.channel is not None:
+            self.channel.close()
         for adapter in self.adapters.values():
             adapter.close()
         self.metrics.close()
@@ -336,8 +354,13 @@ def open_service(config: ServiceConfig, ctl_factory: CtlFactory = ctl_for,
         logger.info("event=resumed run=%s jobs=%d followed=%d waiting=%d "
                     "interrupted_resizes=%d", info.run_id, found.jobs, found.followed,
                     found.waiting, found.interrupted_resizes)
+    channel = None
+    if config.channel is not None:
+        channel = ChannelServer(*config.channel)
+        for adapter in adapters.values():
+            adapter.channel = channel
     return SiteService(config, store, info, clock, adapters, manager, copies,
-                       metrics or ServiceMetrics(), ctl_factory)
+                       metrics or ServiceMetrics(), ctl_factory, channel)
 
 
 @dataclass
@@ -365,9 +388,11 @@ class ServiceDriver(RealtimeDriver):
 
 
 def driver_for(service: SiteService, max_failures: int = 1_000_000) -> ServiceDriver:
-    """The driver of a service (a site that stays down never stops it)."""
+    """The driver of a service (a site that stays down never stops it; a poll slower than
+    the period, up to 10 s, is waited for rather than the site marked unavailable)."""
     return ServiceDriver(service.manager, service.clock, (), service.config.poll,
-                         max_failures=max_failures, service=service)
+                         max_failures=max_failures, service=service,
+                         poll_timeout=max(10.0, 2 * service.config.poll))
 
 
 def write_status(path: Path, status: dict[str, Any]) -> None:

@@ -8,7 +8,12 @@ node's own cluster; ``--site A,B`` submits one copy to each named Slurm cluster
 id, and the service releases one copy and cancels the others.
 
 The batch script runs the command with its arguments quoted (never through a shell
-string built from them). Everything is checked before anything is submitted.
+string built from them). With ``--mpi`` the command is a ``malleable.mpi`` Python
+program and its arguments: the batch script is the runner's
+(:mod:`malleable.runner.launch`: the program under ``mpirun`` with its file channel in
+``/tmp/malleable-USER/JOBID/ch`` on the batch host) plus the channel agent
+(:mod:`malleable.site.agent`), which connects to the service (``--service HOST:PORT``)
+and relays its offers. Everything is checked before anything is submitted.
 """
 
 from __future__ import annotations
@@ -18,11 +23,14 @@ import secrets
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from malleable.adapters.shell import CommandRunner
 from malleable.adapters.slurm.parse import ParseError, parse_sbatch
 from malleable.errors import ExternalError, InputError
+from malleable.runner.launch import Launch, batch_script
 from malleable.site import tag as tags
+from malleable.site.agent import parse_address
 
 _TIME = re.compile(r"(\d+-)?\d+(:\d{1,2}){0,2}|\d+-\d+")
 _SITE = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -41,6 +49,10 @@ class Submission:
     app: str = "fixed"
     mpi: bool = False
     sites: tuple[str, ...] = ()
+    service: str | None = None
+    """The service's channel ``HOST:PORT`` (``--mpi`` only)."""
+    interface: str = "eth0"
+    """The nodes' network interface for MPI (``--mpi`` only)."""
 
     @property
     def start_size(self) -> int:
@@ -68,7 +80,37 @@ def check(sub: Submission) -> tags.UserTag:
     for site in sub.sites:
         if not _SITE.fullmatch(site):
             raise InputError(f"--site {site!r} is not a cluster name")
+    if sub.mpi:
+        _check_mpi(sub)
     return tag
+
+
+def _check_mpi(sub: Submission) -> None:
+    if not sub.service:
+        raise InputError("--mpi needs the service's channel address: --service HOST:PORT "
+                         "(or MALLEABLE_SERVICE in the environment)")
+    try:
+        parse_address(sub.service)
+    except ValueError as exc:
+        raise InputError(f"--service: {exc}") from None
+    program = sub.command[0]
+    if not program.endswith(".py") or not Path(program).is_file():
+        raise InputError(f"--mpi: the command must be a malleable.mpi Python program "
+                         f"(a .py file), not {program!r}")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", sub.interface):
+        raise InputError(f"--iface {sub.interface!r} is not an interface name")
+
+
+def mpi_script(sub: Submission, user: str) -> str:
+    """The runner's batch script with the channel agent (``--mpi``)."""
+    path = Path(sub.command[0])
+    workdir = f"/tmp/malleable-{user}"
+    agent = ("umask 077; python3 -m malleable.site.agent --service "
+             f"{shlex.quote(str(sub.service))} --site \"$SLURM_CLUSTER_NAME\" "
+             f"--job \"$SLURM_JOB_ID\" --run-dir \"$D\" --program {shlex.quote(path.name)}")
+    launch = Launch(path.name, path.read_text(), tuple(sub.command[1:]),
+                    interface=sub.interface, workdir=workdir, agent=agent, keep_result=True)
+    return batch_script(launch)
 
 
 def _option_names(message: str) -> str:
@@ -108,8 +150,9 @@ def submit(sub: Submission, runner: CommandRunner, user: str,
                                        tag.mpi, sub_id), user)
     ids: list[int] = []
     for site in sub.sites or (None,):
+        text = mpi_script(sub, user) if sub.mpi else script(sub.command)
         result = runner.run(sbatch_argv(sub, comment, site), timeout, check=False,
-                            input=script(sub.command))
+                            input=text)
         if result.rc != 0:
             where = f" on {site}" if site else ""
             message = (result.stderr.strip().splitlines() or ["no message"])[-1]
