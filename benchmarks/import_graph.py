@@ -40,7 +40,7 @@ LAYERS: dict[str, int] = {
     "store": 4, "realtime": 4,
     "sim": 5, "adapters": 5, "testbed": 5,
     "runner": 6, "coorm": 6,
-    "service": 7, "experiments": 7,
+    "service": 7, "experiments": 7, "site": 7,
     "commands": 8, "cli": 9, "__main__": 10,
 }
 

@@ -23,20 +23,43 @@ start_munge() {
   runuser -u munge -- /usr/sbin/munged
 }
 
+# Users with a home on the shared /home volume (the service account and the ordinary users).
+HOME_USERS="malleable alice bob carol"
+
+# /home is one volume for all containers of a site: every container makes sure each home
+# exists with the right owner (idempotent, safe when several containers start at once).
+setup_homes() {
+  local user
+  for user in $HOME_USERS; do
+    install -d -o "$user" -g "$user" -m 0750 "/home/$user"
+  done
+}
+
+# Write a file atomically (a temporary name, then rename): several containers of a site may
+# install the same key into the shared home at the same moment.
+install_atomic() {
+  local mode=$1 src=$2 dest=$3 tmp
+  tmp="$dest.tmp.$(hostname).$$"
+  install -o malleable -g malleable -m "$mode" "$src" "$tmp"
+  mv -f "$tmp" "$dest"
+}
+
 install_user_keys() {
   local ssh=/home/malleable/.ssh
   install -d -o malleable -g malleable -m 0700 "$ssh"
-  install -o malleable -g malleable -m 0600 "$SECRETS/id_ed25519" "$ssh/id_ed25519"
-  install -o malleable -g malleable -m 0644 "$SECRETS/id_ed25519.pub" "$ssh/id_ed25519.pub"
-  install -o malleable -g malleable -m 0600 "$SECRETS/id_ed25519.pub" "$ssh/authorized_keys"
+  install_atomic 0600 "$SECRETS/id_ed25519" "$ssh/id_ed25519"
+  install_atomic 0644 "$SECRETS/id_ed25519.pub" "$ssh/id_ed25519.pub"
+  install_atomic 0600 "$SECRETS/id_ed25519.pub" "$ssh/authorized_keys"
 }
 
 start_sshd() {
   install -m 0600 "$SECRETS/ssh_host_ed25519_key" /etc/ssh/ssh_host_ed25519_key
   install -m 0644 "$SECRETS/ssh_host_ed25519_key.pub" /etc/ssh/ssh_host_ed25519_key.pub
   ln -sf "$SECRETS/known_hosts" /etc/ssh/ssh_known_hosts
-  # An OAR site's /home is shared by its containers: its server installs the user's keys.
-  [ "${1:-}" = shared-home ] || install_user_keys
+  # An OAR site's nodes leave the user's keys to its server; a Slurm site's containers all
+  # install them (atomically) into the shared /home.
+  setup_homes
+  [ "${1:-}" = oar-node ] || install_user_keys
   install -d -m 0755 /run/sshd
   /usr/sbin/sshd
 }
@@ -145,7 +168,7 @@ start_oar_server() {
 
 start_oar_node() {
   install_oar_keys "$1"
-  start_sshd shared-home
+  start_sshd oar-node
   start_oar_sshd
 }
 

@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "malleable.commands.testbed",
     "malleable.commands.resize",
     "malleable.commands.manager",
+    "malleable.commands.submit",
     "malleable.commands.coorm",
     "malleable.commands.app",
 )

@@ -128,6 +128,40 @@ class Manager:
     def waiting(self) -> int:
         return len(self._queue)
 
+    def waiting_ids(self) -> list[str]:
+        """The ids of the jobs in the placement queue, in queue order."""
+        return list(self._queue)
+
+    def take_placed(self, job_id: str, cluster: str, size: int, now: float) -> bool:
+        """A waiting job found running on ``cluster`` without a placement by the policy
+        (its user released it): it leaves the queue and is followed there."""
+        if job_id not in self._queue:
+            return False
+        del self._queue[job_id]
+        self._where[job_id] = cluster
+        self.records[job_id].place(now, cluster)
+        self._log(Operation(now, "place", job_id, cluster, size))
+        return True
+
+    def forget(self, job_ids: Iterable[str]) -> None:
+        """Drop the records of finished jobs (a long-running service keeps memory flat)."""
+        for job_id in job_ids:
+            record = self.records.get(job_id)
+            if record is not None and record.state.finished:
+                del self.records[job_id]
+                self._where.pop(job_id, None)
+
+    def withdraw(self, job_id: str, now: float, reason: str) -> bool:
+        """Take a waiting job out of the queue as CANCELLED (its user cancelled it
+        before it was placed); False if it was not waiting."""
+        if job_id not in self._queue:
+            return False
+        del self._queue[job_id]
+        self.records[job_id].finish(now, JobState.CANCELLED, reason)
+        self._active.discard(job_id)
+        self._log(Operation(now, "cancel", job_id, "", 0))
+        return True
+
     @property
     def unfinished(self) -> int:
         """Jobs submitted and not finished yet (waiting or running)."""

@@ -36,6 +36,7 @@ class FakeJob:
     expand_of: int | None = None
     given: list[str] = field(default_factory=list)
     user: str = "malleable"
+    held: bool = False
 
 
 @dataclass
@@ -71,8 +72,11 @@ class FakeSlurm:
         used = {n for j in self.jobs.values() if j.state == "RUNNING" for n in j.nodes}
         return [n for n in self.node_names if n not in used]
 
-    def add_job(self, nodes: int, comment: str = "", name: str = "bg") -> FakeJob:
+    def add_job(self, nodes: int, comment: str = "", name: str = "bg", user: str = "malleable",
+                held: bool = False) -> FakeJob:
+        """A job submitted by ``user`` (held: waits until ``scontrol release``)."""
         job = self._new(name, comment, nodes)
+        job.user, job.held = user, held
         self._schedule()
         return job
 
@@ -90,7 +94,7 @@ class FakeSlurm:
     def _schedule(self) -> None:
         for job in self.jobs.values():
             free = self.free()
-            if job.state == "PENDING" and len(free) >= job.want:
+            if job.state == "PENDING" and not job.held and len(free) >= job.want:
                 job.state, job.start, job.nodes = "RUNNING", self.now, free[:job.want]
 
     # ------------------------------------------------------------ commands
@@ -103,6 +107,13 @@ class FakeSlurm:
             if job is None or job.job_id in self.purged:
                 return Result(1, "", "slurm_load_jobs error: Invalid job id specified\n")
             return Result(0, self._line(job) + "\n", "")
+        if args[:2] == ["scontrol", "release"]:
+            job = self.jobs.get(int(args[2]))
+            if job is None or job.state != "PENDING":
+                return Result(1, "", "Job is no longer pending execution\n")
+            job.held = False
+            self._schedule()
+            return Result(0, "", "")
         if args[:2] == ["scontrol", "update"]:
             return self._update(int(args[2].split("=")[1]), args[3].split("=")[1])
         if args[0] == "sbatch":
@@ -154,6 +165,10 @@ class FakeSlurm:
         if message is not None:
             return Result(1, "", f"{message}\n")
         job = self.jobs[job_id]
+        if job.state == "PENDING" and value.isdigit():
+            job.want = int(value)
+            self._schedule()
+            return Result(0, "", "")
         if value == "0":
             if job.expand_of is None:
                 return Result(1, "", "slurm_update error: Invalid node count specified\n")
@@ -181,7 +196,8 @@ class FakeSlurm:
             raw.update(job_id=job.job_id, name=job.name, comment=job.comment,
                        job_state=job.state, node_count=len(job.nodes) or job.want,
                        nodes=_hostlist(job.nodes), submit_time=job.submit,
-                       start_time=job.start, end_time=job.end, user_name=job.user)
+                       start_time=job.start, end_time=job.end, user_name=job.user,
+                       state_reason="JobHeldUser" if job.held else "None")
             jobs.append(raw)
         return json.dumps({"meta": {}, "errors": [], "jobs": jobs})
 

@@ -16,6 +16,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 def _leftovers(docker: Docker, project: str) -> list[str]:
     label = f"label=com.docker.compose.project={project}"
     found = docker.docker_cmd("ps", "--all", "--quiet", "--filter", label).stdout.split()
+    found += docker.docker_cmd("volume", "ls", "--quiet", "--filter", label).stdout.split()
     return found + docker.docker_cmd("network", "ls", "--quiet", "--filter",
                                      label).stdout.split()
 

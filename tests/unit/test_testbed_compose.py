@@ -73,3 +73,15 @@ def test_bad_testbed_names(name: str) -> None:
 
 def test_project_name() -> None:
     assert project_name("ci-1") == "malleable-ci-1"
+
+
+def test_each_site_shares_one_home_volume_between_its_containers(tmp_path: Path) -> None:
+    doc = compose_project(SMALL, "t", "img", tmp_path)
+    assert doc["volumes"] == {"vu-home": {}, "uva-home": {}}
+    services = doc["services"]
+    for site in SMALL.sites:
+        for host in (site.controller, *site.compute_hosts()):
+            assert f"{site.name}-home:/home" in services[host]["volumes"]
+            other = next(s for s in SMALL.sites if s != site)
+            assert f"{other.name}-home:/home" not in services[host]["volumes"]
+    assert not any(v.endswith(":/home") for v in services["slurmdbd"]["volumes"])

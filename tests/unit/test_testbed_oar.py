@@ -56,6 +56,7 @@ def test_oar_site_services(tmp_path: Path) -> None:
         assert "grid-home:/home" in svc["volumes"]
         assert svc["labels"]["org.malleable.site"] == "grid"
     assert "slurmdbd" in services and "grid-home:/home" not in services["vu-c0"]["volumes"]
+    assert "vu-home:/home" in services["vu-c0"]["volumes"]
 
 
 def test_settings_point_at_the_server_and_disable_cpusets() -> None:

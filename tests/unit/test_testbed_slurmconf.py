@@ -62,10 +62,11 @@ def test_every_node_has_its_own_port_within_its_container() -> None:
 
 
 def test_node_lines_follow_the_layout() -> None:
+    rest = "CPUs=1 RealMemory=4000 State=UNKNOWN"
     assert node_lines(Site("vu", 3, 2)) == [
-        "NodeName=vu-n001 NodeHostname=vu-c0 NodeAddr=vu-c0 Port=17001 CPUs=1 State=UNKNOWN",
-        "NodeName=vu-n002 NodeHostname=vu-c0 NodeAddr=vu-c0 Port=17002 CPUs=1 State=UNKNOWN",
-        "NodeName=vu-n003 NodeHostname=vu-c1 NodeAddr=vu-c1 Port=17001 CPUs=1 State=UNKNOWN",
+        f"NodeName=vu-n001 NodeHostname=vu-c0 NodeAddr=vu-c0 Port=17001 {rest}",
+        f"NodeName=vu-n002 NodeHostname=vu-c0 NodeAddr=vu-c0 Port=17002 {rest}",
+        f"NodeName=vu-n003 NodeHostname=vu-c1 NodeAddr=vu-c1 Port=17001 {rest}",
     ]
 
 

@@ -62,6 +62,8 @@ def register(sub: Any) -> None:
                         "(DIR/simulated/)")
     r.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     r.set_defaults(func=run)
+    from malleable.commands.serve import register_verbs
+    register_verbs(verbs)
 
 
 def _check_args(args: argparse.Namespace) -> None:

@@ -50,7 +50,9 @@ def _register_use(tsub: Any) -> None:
                                      "container (vu-c0) or node's container (vu-n003). "
                                      "Example: malleable testbed exec vu -- sinfo")
     _name(ex)
-    ex.add_argument("--user", default="root", help="user to run as (root or malleable)")
+    ex.add_argument("--user", default="root",
+                    help="user to run as: root (default), the service account malleable, or "
+                         "an ordinary user alice, bob or carol (in their home)")
     ex.add_argument("site", metavar="SITE", help="site, container hostname or node name")
     ex.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="the command")
     ex.set_defaults(func=run_exec)

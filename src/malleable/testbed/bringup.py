@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+import malleable.testbed.accounts as accounts
 import malleable.testbed.images as images
 import malleable.testbed.info as info
 import malleable.testbed.oarconf as oarconf
@@ -122,6 +123,8 @@ def up(tb: Testbed, topology: Topology, *, base_image: str | None, rebuild: bool
         tb.docker.compose(tb.project, str(tb.state.compose_file), "up", "--detach",
                           "--remove-orphans", timeout=COMPOSE_UP_TIMEOUT)
     wait_ready(tb, topology, time.monotonic() + timeout, report, settled)
+    if settled != USABLE:  # a fresh testbed: its accounting is empty
+        accounts.setup(tb, [s.name for s in topology.sites if s.kind == "slurm"])
     finalize(tb)
     return tb.status()
 
@@ -271,6 +274,10 @@ def _remove_leftovers(tb: Testbed, found: list[Container]) -> None:
                                 f"label=com.docker.compose.project={tb.project}").stdout.split()
     if nets:
         tb.docker.docker_cmd("network", "rm", *nets, timeout=60)
+    volumes = tb.docker.docker_cmd("volume", "ls", "--quiet", "--filter",
+                                   f"label=com.docker.compose.project={tb.project}").stdout.split()
+    if volumes:  # the sites' /home volumes, when compose did not remove them
+        tb.docker.docker_cmd("volume", "rm", "--force", *volumes, timeout=60)
 
 
 def down(tb: Testbed, *, timeout: float) -> None:

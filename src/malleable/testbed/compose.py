@@ -8,8 +8,13 @@ published, on a random port of 127.0.0.1.
 Start order: the accounting service becomes healthy, the compute containers start (so
 their names resolve), then each site's controller starts. An OAR site's server starts
 once its node containers are healthy (OAR suspects a node whose sshd does not answer
-when it is added); its containers share one volume as ``/home`` (``oarexec`` runs a job
-in the submitter's working directory on the job's first node).
+when it is added).
+
+Every site's containers (controller and compute, Slurm or OAR) share one named volume as
+``/home``, as on a real cluster: a job's working directory and output, submitit's job
+folder, an OAR job's directory (``oarexec`` runs it in the submitter's working directory on
+the job's first node) are the same files on the login node and on the nodes. The volumes
+belong to the compose project and go with ``compose down --volumes``.
 """
 
 from __future__ import annotations
@@ -73,7 +78,7 @@ def _service(image: str, name: str, role: str, command: list[str], secrets: Path
 
 
 def home_volume(site: Site) -> str:
-    """The compose volume that is ``/home`` on every container of an OAR site."""
+    """The compose volume that is ``/home`` on every container of a site."""
     return f"{site.name}-home"
 
 
@@ -102,16 +107,19 @@ def _site_services(site: Site, image: str, name: str, secrets: Path,
     if site.kind == "oar":
         return _oar_site_services(site, image, name, secrets, etc)
     services: dict[str, dict[str, Any]] = {}
+    home = f"{home_volume(site)}:/home"
     for host, nodes in site.layout().items():
         svc = _service(image, name, "compute", ["compute", site.name, *nodes], secrets, etc,
                        site.name)
         svc["hostname"] = host
         svc["networks"] = {"default": {"aliases": list(nodes)}}
         svc["depends_on"] = {DBD_HOST: {"condition": "service_healthy"}}
+        svc["volumes"].append(home)
         services[host] = svc
     ctl = _service(image, name, "controller", ["controller", site.name], secrets, etc, site.name)
     ctl["hostname"] = site.controller
     ctl["ports"] = ["127.0.0.1::22"]
+    ctl["volumes"].append(home)
     ctl["depends_on"] = {DBD_HOST: {"condition": "service_healthy"},
                          **{h: {"condition": "service_started"} for h in site.compute_hosts()}}
     services[site.controller] = ctl
@@ -129,7 +137,7 @@ def compose_project(topology: Topology, name: str, image: str, state_dir: Path) 
     for site in topology.sites:
         services.update(_site_services(site, image, name, secrets, etc))
     doc: dict[str, Any] = {"version": "2.4", "services": services}
-    volumes: dict[str, Any] = {home_volume(s): {} for s in topology.sites if s.kind == "oar"}
+    volumes: dict[str, Any] = {home_volume(s): {} for s in topology.sites}
     if volumes:
         doc["volumes"] = volumes
     return doc

@@ -94,8 +94,9 @@ class Testbed:
              workdir: str | None = None) -> Result:
         """Run ``argv`` in a site's controller (or the named container/node's container).
 
-        As ``user`` (``root`` or ``malleable``, whose home is the default working
-        directory). With ``check``, a non-zero exit raises ExternalError.
+        As ``user``: ``root`` (working directory ``/``), the service account ``malleable``
+        or an ordinary user ``alice``, ``bob``, ``carol`` (working directory: their home on
+        the site's shared ``/home``). With ``check``, a non-zero exit raises ExternalError.
         """
         full = self.exec_argv(target, argv, user=user, workdir=workdir,
                               interactive=input_text is not None)
@@ -110,7 +111,7 @@ class Testbed:
         container = self.container(target)
         if not container.running:
             raise ExternalError(f"container {container.hostname} is {container.state}")
-        workdir = workdir or (f"/home/{user}" if user == info.USER else "/")
+        workdir = workdir or (f"/home/{user}" if user != "root" else "/")
         args = [self.docker.docker, "exec", "--user", user, "--workdir", workdir]
         if interactive:
             args.append("--interactive")

@@ -19,6 +19,10 @@ DBD_HOST = "slurmdbd"
 PARTITION = "batch"
 #: First port of the emulated nodes' slurmd daemons within a compute container.
 SLURMD_BASE_PORT = 17001
+#: Memory (MB) each emulated node declares, so that ``--mem`` requests (dask-jobqueue asks
+#: one) can be satisfied. Declared, not enforced: there are no cgroups, and slurmd does not
+#: compare it with the container's memory (``SlurmdParameters=config_overrides``).
+REAL_MEMORY_MB = 4000
 
 
 def node_lines(site: Site) -> list[str]:
@@ -28,7 +32,8 @@ def node_lines(site: Site) -> list[str]:
         for index, node in enumerate(nodes):
             lines.append(
                 f"NodeName={node} NodeHostname={host} NodeAddr={host} "
-                f"Port={SLURMD_BASE_PORT + index} CPUs=1 State=UNKNOWN"
+                f"Port={SLURMD_BASE_PORT + index} CPUs=1 RealMemory={REAL_MEMORY_MB} "
+                f"State=UNKNOWN"
             )
     return lines
 

@@ -120,6 +120,10 @@ class SlurmCtl:
     def cancel(self, job_id: int) -> Result:
         return self._run(["scancel", str(job_id)], check=False)
 
+    def release(self, job_id: int) -> Result:
+        """``scontrol release JOBID`` (a held job may start; unchecked)."""
+        return self._run(["scontrol", "release", str(job_id)], check=False)
+
     def allocate(self, nodes: int, options: Sequence[str], wait: float) -> Allocation:
         """``salloc --no-shell --immediate=WAIT -N NODES OPTIONS``: granted or refused."""
         argv = ["salloc", "--no-shell", f"--immediate={max(1, round(wait))}",

@@ -1,0 +1,142 @@
+"""The tag that marks a Slurm job as malleable: versioned JSON in the job's comment.
+
+A user (``malleable submit``, or plain ``sbatch``) writes, without spaces::
+
+    {"malleable_job":1,"min":2,"max":8,"preferred":4,"app":"fixed","mpi":true,"sub":"9f3e21c4"}
+
+* ``malleable_job`` the format's version (1); required;
+* ``min``, ``max`` the size range in nodes (integers, ``1 <= min <= max <= MAX_NODES``);
+  required; the job's own node count (``sbatch -N``) is its initial size;
+* ``preferred`` optional, within ``[min, max]``;
+* ``app`` optional application model name (letters, digits, ``._-``, at most 64);
+* ``mpi`` optional boolean: the job runs a ``malleable.mpi`` application through the runner;
+* ``sub`` optional submission id (``[A-Za-z0-9_-]{1,32}``): copies of one submission on
+  several sites share it, and the service places one of them;
+* ``user`` optional: if present it must be the job's owner as Slurm reports it.
+
+Anything else (longer than :data:`MAX_LENGTH`, invalid JSON, another version, unknown
+keys, wrong types, negative or inconsistent sizes, a user that is not the owner) is
+not a tag: :func:`parse` says why, and the service logs it once and leaves the job alone.
+The service's own internal tags (``{"malleable":1,"run":...}``, see
+:mod:`malleable.adapters.slurm.meta`) are a different key and never parse here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+VERSION = 1
+KEY = "malleable_job"
+#: Longest comment read as a tag (characters); a longer one is refused unparsed.
+MAX_LENGTH = 1024
+#: Largest node count a tag may ask for.
+MAX_NODES = 100_000
+_KEYS = frozenset({KEY, "min", "max", "preferred", "app", "mpi", "sub", "user"})
+_APP = re.compile(r"[A-Za-z0-9._-]{1,64}")
+SUB_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
+
+
+@dataclass(frozen=True, slots=True)
+class UserTag:
+    """A valid tag: what the user asked for."""
+
+    min_size: int
+    max_size: int
+    preferred: int | None = None
+    app: str = "fixed"
+    mpi: bool = False
+    sub: str | None = None
+
+
+class BadTag(ValueError):
+    """A comment that claims to be a tag and is not a valid one."""
+
+
+def looks_like_tag(comment: str) -> bool:
+    """Whether a comment claims to be a user tag (cheap test before parsing)."""
+    return comment.startswith("{") and KEY in comment
+
+
+def encode(tag: UserTag, user: str | None = None) -> str:
+    """The comment for ``tag`` (compact JSON, no spaces: ``scontrol -o`` splits on them)."""
+    body: dict[str, object] = {KEY: VERSION, "min": tag.min_size, "max": tag.max_size}
+    if tag.preferred is not None:
+        body["preferred"] = tag.preferred
+    if tag.app != "fixed":
+        body["app"] = tag.app
+    if tag.mpi:
+        body["mpi"] = True
+    if tag.sub is not None:
+        body["sub"] = tag.sub
+    if user is not None:
+        body["user"] = user
+    text = json.dumps(body, separators=(",", ":"))
+    check(tag)
+    return text
+
+
+def check(tag: UserTag) -> None:
+    """BadTag unless the sizes and names are consistent."""
+    for name, value in (("min", tag.min_size), ("max", tag.max_size)):
+        if not 1 <= value <= MAX_NODES:
+            raise BadTag(f"{name} must be in [1, {MAX_NODES}], not {value}")
+    if tag.min_size > tag.max_size:
+        raise BadTag(f"min {tag.min_size} is above max {tag.max_size}")
+    if tag.preferred is not None and not tag.min_size <= tag.preferred <= tag.max_size:
+        raise BadTag(f"preferred {tag.preferred} is outside [{tag.min_size}, {tag.max_size}]")
+    if not _APP.fullmatch(tag.app):
+        raise BadTag(f"app {tag.app[:70]!r} is not a model name")
+    if tag.sub is not None and not SUB_ID.fullmatch(tag.sub):
+        raise BadTag(f"sub {tag.sub[:40]!r} is not a submission id ([A-Za-z0-9_-]{{1,32}})")
+
+
+def parse(comment: str, owner: str) -> UserTag:
+    """The tag of a job owned by ``owner`` (Slurm's user name); BadTag saying why not."""
+    if len(comment) > MAX_LENGTH:
+        raise BadTag(f"tag of {len(comment)} characters (at most {MAX_LENGTH})")
+    try:
+        body = json.loads(comment)
+    except (json.JSONDecodeError, RecursionError):
+        raise BadTag("tag is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise BadTag("tag is not a JSON object")
+    if body.get(KEY) != VERSION or isinstance(body.get(KEY), bool):
+        raise BadTag(f"tag version {str(body.get(KEY))[:20]!r} is not {VERSION}")
+    unknown = sorted(str(k)[:20] for k in body if k not in _KEYS)
+    if unknown:
+        raise BadTag(f"unknown keys {', '.join(unknown)}; valid: {', '.join(sorted(_KEYS))}")
+    claimed = body.get("user")
+    if claimed is not None and claimed != owner:
+        raise BadTag(f"tag names user {str(claimed)[:40]!r} but Slurm says the job is "
+                     f"{owner!r}'s")
+    tag = UserTag(_int(body, "min"), _int(body, "max"),
+                  _int(body, "preferred") if "preferred" in body else None,
+                  _text(body, "app", "fixed"), _flag(body, "mpi"),
+                  _text(body, "sub", None) if "sub" in body else None)
+    check(tag)
+    return tag
+
+
+def _int(body: dict[str, object], key: str) -> int:
+    value = body.get(key)
+    if value is None:
+        raise BadTag(f"{key} is missing")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadTag(f"{key} must be an integer, not {type(value).__name__}")
+    return value
+
+
+def _text(body: dict[str, object], key: str, default: str | None) -> str:
+    value = body.get(key, default)
+    if not isinstance(value, str):
+        raise BadTag(f"{key} must be a string, not {type(value).__name__}")
+    return value
+
+
+def _flag(body: dict[str, object], key: str) -> bool:
+    value = body.get(key, False)
+    if not isinstance(value, bool):
+        raise BadTag(f"{key} must be true or false, not {type(value).__name__}")
+    return value

@@ -1,0 +1,237 @@
+"""The site service on the fake Slurm: discovery of users' tagged jobs, placement by
+release, growth and shrink through the Slurm adapter, owner checks, bounded polling,
+restart from the journal, status and metrics."""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from prometheus_client import generate_latest
+
+import malleable.adapters.slurm.meta as meta
+from malleable.adapters.slurm.ctl import SlurmCtl
+from malleable.config import SiteConfig
+from malleable.realtime import Outcome
+from malleable.site import tag as tags
+from malleable.site.config import parse_service_config
+from malleable.site.daemon import ServiceDriver, SiteService, driver_for, open_service
+from tests.fakes.slurm import FakeSlurm, node_names
+
+ACCOUNT = "malleable"
+
+
+def _config(tmp_path: Path, sites: tuple[str, ...] = ("vu",), approach: str = "pra"):
+    doc = {"service": {"state": str(tmp_path / "state.sqlite"), "poll": 1.0},
+           "policy": {"name": "fpsma", "options": {"approach": approach}},
+           "clusters": {name: {} for name in sites}}
+    return parse_service_config(doc, str(tmp_path / "manager.toml"), tmp_path)
+
+
+class Sites:
+    """One fake Slurm per site; the service's commands go to them as `malleable`."""
+
+    def __init__(self, *names: str, nodes: int = 8) -> None:
+        self.fakes = {name: FakeSlurm(node_names(nodes), admin_levels={ACCOUNT: "Operator"})
+                      for name in names}
+
+    def ctl(self, site: SiteConfig) -> SlurmCtl:
+        return SlurmCtl(self.fakes[site.name], user=ACCOUNT)
+
+
+def _open(tmp_path: Path, sites: Sites, **kw: object) -> tuple[SiteService, ServiceDriver]:
+    service = open_service(_config(tmp_path, tuple(sites.fakes), **kw), sites.ctl)  # type: ignore[arg-type]
+    for adapter in service.adapters.values():
+        assert adapter.resizer is not None
+        adapter.resizer.sleep = lambda s: None
+        adapter.resizer.settle = 0.0
+    return service, driver_for(service)
+
+
+def _cycle(driver: ServiceDriver, cycles: int = 1) -> None:
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for _ in range(cycles):
+            driver._cycle(pool, Outcome(0, "", 0))
+
+
+def _submit(fake: FakeSlurm, user: str, low: int, high: int, nodes: int, sub: str | None = None,
+            held: bool = True):
+    comment = tags.encode(tags.UserTag(low, high, sub=sub), user)
+    return fake.add_job(nodes, comment, name="app", user=user, held=held)
+
+
+def _touched(fake: FakeSlurm, slurm_id: int) -> list[list[str]]:
+    """Commands other than the poll and read-backs that named ``slurm_id``."""
+    return [c for c in fake.calls if str(slurm_id) in " ".join(c)
+            and c[:4] != ["scontrol", "-o", "show", "job"] and c[:2] != ["sh", "-c"]]
+
+
+def test_users_jobs_are_placed_grown_and_the_rigid_one_is_left_alone(tmp_path: Path) -> None:
+    sites = Sites("vu")
+    fake = sites.fakes["vu"]
+    carol = fake.add_job(2, "", name="rigid", user="carol")
+    alice = _submit(fake, "alice", 1, 4, 1)
+    service, driver = _open(tmp_path, sites)
+    _cycle(driver)  # discovered, placed: NumNodes set, released
+    assert alice.state == "RUNNING" and not alice.held
+    assert ["scontrol", "release", str(alice.job_id)] in fake.calls
+    _cycle(driver, 2)  # followed, then grown by FPSMA into the idle nodes
+    assert len(alice.nodes) == 4
+    assert fake.jobs[carol.job_id].state == "RUNNING" and len(carol.nodes) == 2
+    assert _touched(fake, carol.job_id) == []
+    job = service.manager.records[f"alice:vu.{alice.job_id}"]
+    assert job.spec.user == "alice" and job.sizes[-1][1] == 4
+    service.close()
+
+
+def test_bob_shrinks_alice_when_he_needs_room(tmp_path: Path) -> None:
+    sites = Sites("vu", nodes=6)
+    fake = sites.fakes["vu"]
+    alice = _submit(fake, "alice", 2, 6, 2)
+    service, driver = _open(tmp_path, sites, approach="pwa")  # waiting jobs first
+    _cycle(driver, 3)
+    assert len(alice.nodes) == 6
+    bob = _submit(fake, "bob", 2, 4, 2)
+    _cycle(driver, 3)  # FPSMA shrinks alice to place bob
+    assert bob.state == "RUNNING" and len(bob.nodes) >= 2
+    assert len(alice.nodes) <= 4
+    ops = {op.kind for op in service.manager.operations}
+    assert {"place", "grow", "shrink"} <= ops
+    service.close()
+
+
+def test_copies_on_two_sites_one_is_released_the_other_cancelled(tmp_path: Path) -> None:
+    sites = Sites("vu", "leiden", nodes=4)
+    sites.fakes["vu"].add_job(3, "", user="carol")  # vu is busy: worst fit picks leiden
+    first = _submit(sites.fakes["vu"], "alice", 1, 2, 1, sub="s1")
+    second = _submit(sites.fakes["leiden"], "alice", 1, 2, 1, sub="s1")
+    service, driver = _open(tmp_path, sites)
+    _cycle(driver, 2)
+    assert second.state == "RUNNING"
+    assert first.state == "CANCELLED"
+    assert service.manager.cluster_of("alice:s1") == "leiden"
+    service.close()
+
+
+def test_a_job_pinned_to_a_busy_site_waits_there(tmp_path: Path) -> None:
+    sites = Sites("vu", "leiden", nodes=4)
+    sites.fakes["vu"].add_job(4, "", user="carol")
+    alice = _submit(sites.fakes["vu"], "alice", 2, 2, 2)
+    service, driver = _open(tmp_path, sites)
+    _cycle(driver, 3)
+    assert alice.state == "PENDING" and alice.held
+    assert service.manager.waiting == 1
+    assert not any(c[:1] == ["sbatch"] for f in sites.fakes.values() for c in f.calls)
+    service.close()
+
+
+def test_bad_and_forged_tags_are_logged_once_and_never_acted_on(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    sites = Sites("vu")
+    fake = sites.fakes["vu"]
+    claims = fake.add_job(1, '{"malleable_job":1,"min":1,"max":8,"user":"alice"}', user="bob")
+    broken = fake.add_job(1, '{"malleable_job":1,"min":-1,', user="bob")
+    huge = fake.add_job(1, '{"malleable_job":1,"min":1,"max":4,"x":"' + "y" * 5000 + '"}',
+                        user="bob")
+    service, driver = _open(tmp_path, sites)
+    internal = meta.encode(meta.Tag(service.info.run_id, job="alice:x"))
+    forged = fake.add_job(1, internal, user="bob")  # the service's own tag on bob's job
+    helper = fake.add_job(1, meta.encode(meta.Tag(service.info.run_id, helper_for=claims.job_id)),
+                          user="bob")
+    with caplog.at_level(logging.WARNING):
+        _cycle(driver, 3)
+    ignored = [r for r in caplog.records if "event=tag_ignored" in r.getMessage()]
+    assert sorted(int(r.getMessage().split("slurm_id=")[1].split()[0]) for r in ignored) == \
+        sorted([claims.job_id, broken.job_id, huge.job_id, forged.job_id, helper.job_id])
+    for job in (claims, broken, huge, forged, helper):
+        assert fake.jobs[job.job_id].state == "RUNNING"
+        assert _touched(fake, job.job_id) == []
+    assert service.manager.records == {}
+    status = service.status()
+    assert status["sites"][0]["ignored_tags"] == 5
+    assert b"malleable_tags_ignored_total 5.0" in generate_latest(service.metrics.registry)
+    service.close()
+
+
+def test_polls_are_bounded_whatever_the_number_of_jobs(tmp_path: Path) -> None:
+    sites = Sites("vu", nodes=400)
+    fake = sites.fakes["vu"]
+    for i in range(150):
+        fake.add_job(1, "", user="carol", name=f"bg{i}")
+    for _ in range(100):
+        _submit(fake, "alice", 2, 2, 2, held=False)  # rigid-sized: nothing to resize
+    service, driver = _open(tmp_path, sites)
+    _cycle(driver, 3)  # adopted, followed
+    assert service.manager.unfinished == 100
+    fake.calls.clear()
+    _cycle(driver, 5)
+    assert len(fake.calls) == 5  # one poll per cycle, nothing else
+    for job in list(fake.jobs.values())[150:160]:
+        fake.finish(job.job_id)
+    fake.calls.clear()
+    _cycle(driver)
+    assert len(fake.calls) <= 2  # the poll, and at most one sacct
+    service.close()
+
+
+def test_restart_takes_everything_up_again(tmp_path: Path) -> None:
+    sites = Sites("vu", nodes=6)
+    fake = sites.fakes["vu"]
+    alice = _submit(fake, "alice", 1, 6, 1, sub="a1")
+    service, driver = _open(tmp_path, sites)
+    _cycle(driver, 3)
+    assert len(alice.nodes) == 6
+    waiting = _submit(fake, "bob", 6, 6, 6, sub="b1")  # cannot fit: waits held
+    _cycle(driver)
+    before = {k: (r.state, r.cluster) for k, r in service.manager.records.items()}
+    service.store.close()  # as after SIGKILL: nothing else is flushed or closed
+    service, driver = _open(tmp_path, sites)
+    assert {k: (r.state, r.cluster) for k, r in service.manager.records.items()} == before
+    assert service.manager.waiting_ids() == ["bob:b1"]
+    fake.calls.clear()
+    _cycle(driver, 2)
+    assert not any(c[0] in ("sbatch", "scancel") for c in fake.calls)
+    fake.finish(alice.job_id)
+    _cycle(driver, 2)  # alice ended: bob's copy is released at 6
+    assert waiting.state == "RUNNING"
+    assert service.manager.records["alice:a1"].state.finished
+    service.close()
+
+
+def test_cancelled_waiting_job_leaves_the_queue(tmp_path: Path) -> None:
+    sites = Sites("vu", nodes=2)
+    fake = sites.fakes["vu"]
+    fake.add_job(2, "", user="carol")
+    alice = _submit(fake, "alice", 2, 2, 2, sub="z")
+    service, driver = _open(tmp_path, sites)
+    _cycle(driver)
+    assert service.manager.waiting_ids() == ["alice:z"]
+    fake.finish(alice.job_id, "CANCELLED")
+    _cycle(driver)
+    assert service.manager.waiting_ids() == []
+    assert service.manager.records["alice:z"].state.value == "cancelled"
+    service.close()
+
+
+def test_status_and_metrics_show_jobs_and_resizes(tmp_path: Path) -> None:
+    sites = Sites("vu")
+    alice = _submit(sites.fakes["vu"], "alice", 1, 4, 1, sub="m")
+    service, driver = _open(tmp_path, sites)
+    _cycle(driver, 3)
+    status = service.status()
+    assert status["policy"]["name"] == "fpsma" and status["cycles"] == 3
+    assert status["sites"][0]["online"] is True
+    [job] = status["jobs"]
+    assert job == {"id": "alice:m", "user": "alice", "state": "running", "site": "vu",
+                   "slurm_id": alice.job_id, "size": 4, "min": 1, "max": 4, "copies": [],
+                   "resizes": 1}
+    text = generate_latest(service.metrics.registry).decode()
+    assert 'malleable_resizes_total{kind="grow",outcome="done"} 1.0' in text
+    assert "malleable_placements_total 1.0" in text
+    assert 'malleable_managed_jobs{state="running"} 1.0' in text
+    assert 'malleable_site_up{site="vu"} 1.0' in text
+    assert "malleable_cycle_seconds_count 3.0" in text
+    assert service.config.status_path.exists()
+    service.close()
