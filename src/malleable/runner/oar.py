@@ -151,8 +151,10 @@ class OarMpiJob(MpiJob):
     def _jobs(self, ids: Sequence[int]) -> dict[int, OarJob]:
         return {j.job_id: j for j in self._ctl.jobs(ids)}
 
-    def job_fields(self) -> dict[str, str]:
-        """The base job as the words :class:`MpiJob` reads ({} once OAR forgot it)."""
+    def job_fields(self, patience: float = 30.0) -> dict[str, str]:
+        """The base job as the words :class:`MpiJob` reads ({} once OAR forgot it);
+        ``patience`` is the Slurm runner's retry window, unused here (oarstat is asked
+        once)."""
         if self.slurm_id is None:
             return {}
         base = self._jobs([self.slurm_id]).get(self.slurm_id)
