@@ -11,6 +11,9 @@ import pytest
 from malleable.cli import main
 from malleable.experiments.acds.figures import FILES
 from malleable.experiments.acds.plan import Results, Settings, run_all
+from malleable.experiments.acds.report import diagnostics
+from malleable.sim.quantum.engine import Algorithm
+from malleable.sim.quantum.scenario import RunMetrics
 
 
 def test_quick_sweep_writes_every_figure_the_report_and_the_key_numbers(
@@ -69,3 +72,66 @@ def test_integral_allocation_runs_the_same_sweep_in_whole_processors() -> None:
     whole = _numbers(run_all(replace(settings, integral=True)))
     assert whole.keys() == _numbers(run_all(settings)).keys()
     assert all(0 < u <= 1 for runs in whole.values() for _, u in runs)
+
+
+def _metrics(makespan: float, span_bound: bool) -> RunMetrics:
+    return RunMetrics(makespan, 0.9, 0.5, 100.0, span_bound)
+
+
+def test_diagnostics_count_the_binding_term_and_split_the_fig7_ratio_by_it() -> None:
+    """Two job counts, two repetitions: repetition 0 span-bound, repetition 1 work-bound
+    at 20 jobs; both work-bound at 40. EQUI-EQUI takes 110 where AC-DS takes 100 on
+    work-bound scenarios, 90 on span-bound ones."""
+    s = Settings.quick(levels=(2,), jobs=(20, 40), reps=2)
+    res = Results()
+    bound = {(20, 0): True, (20, 1): False, (40, 0): False, (40, 1): False}
+    for (n, rep), span in bound.items():
+        res.add((2, Algorithm.ACDS, 1, 0.0, n), rep, _metrics(100.0, span))
+        res.add((2, Algorithm.AGDS, 1, 0.0, n), rep, _metrics(105.0, span))
+        res.add((2, Algorithm.EQUI, 1, 0.0, n), rep, _metrics(90.0 if span else 110.0, span))
+    d = diagnostics(res, s)
+    assert (d["share_span_bound"], d["share_work_bound"]) == (0.25, 0.75)
+    assert (d["share_span_bound_light"], d["share_work_bound_heavy"]) == (0.5, 1.0)
+    assert d["fig7_equi_over_acds_when_span_binds"] == pytest.approx(0.9)
+    assert d["fig7_equi_over_acds_when_work_binds"] == pytest.approx(1.1)
+    assert (d["fig7_runs_span_binds"], d["fig7_runs_work_binds"]) == (1, 3)
+    assert d["acds_makespan_over_lower_bound"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("bad", [["--min-parallelism", "0.5"], ["--min-parallelism", "300"],
+                                 ["--contention", "1"], ["--contention", "400"],
+                                 ["--min-parallelism", "16", "--contention", "16"]])
+def test_bad_regimes_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          bad: list[str]) -> None:
+    assert main(["experiment", "acds", "--quick", "--out", str(tmp_path), *bad]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("malleable: error:")
+
+
+def test_contention_runs_a_second_sweep_beside_the_paper_setting(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "acds"
+    args = ["experiment", "acds", "--quick", "--out", str(out), "--json", "--job-counts",
+            "20:20:1", "--reps", "1", "--contention", "32"]
+    assert main(args) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["settings"]["min_parallelism"] == 1.0
+    assert payload["contention"]["settings"]["min_parallelism"] == 32.0
+    assert payload["contention"]["figures"] != payload["figures"]
+    for name in FILES.values():
+        assert (out / "contention" / name).is_file()
+    report = (out / "report.md").read_text()
+    header = ("| fig | finding (criterion) | paper | ours: Table 1 (A in [1, 256]) | "
+              "ours: contention (A in [32, 256], tuning) | conditions under which it holds |")
+    assert header in report
+    assert "## Which lower bound binds" in report
+    rows = [line.split(" | ") for line in report.splitlines()
+            if line.startswith("| fig") and line.count(" | ") == 5 and "finding (" not in line]
+    assert len(rows) == len(payload["findings"])
+    for row, main_run, other in zip(rows, payload["findings"],
+                                    payload["contention"]["findings"], strict=True):
+        conditions = row[-1].split("; by binding term")[0]
+        assert ("Table 1 (A in [1, 256])" in conditions) is main_run["holds"]
+        assert ("contention (A in [32" in conditions) is other["holds"]
+        assert ("none of the regimes run" in conditions) is not (main_run["holds"]
+                                                                  or other["holds"])

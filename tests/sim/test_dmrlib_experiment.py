@@ -78,3 +78,58 @@ def test_the_pooled_reading_is_recorded_in_the_options_and_the_report(
     numbers = json.loads(capsys.readouterr().out)
     assert numbers["options"]["reading"] == "pooled"
     assert "Algorithm 2's pooled reading" in (tmp_path / "report.md").read_text()
+
+
+def test_by_default_both_readings_run_side_by_side_literal_first(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["experiment", "dmrlib", "--out", str(tmp_path), "--sizes", "20",
+                 "--table7-jobs", "20", "--json"]) == 0
+    numbers = json.loads(capsys.readouterr().out)
+    assert numbers["options"]["reading"] == "literal"
+    other = numbers["pooled"]
+    assert other["options"]["reading"] == "pooled"
+    # the reading acts on malleable jobs only: the fixed and pure moldable runs are shared
+    for version in ("fixed", "pure moldable"):
+        assert (other["workloads"]["20"]["versions"][version]
+                == numbers["workloads"]["20"]["versions"][version])
+    report = (tmp_path / "report.md").read_text()
+    assert ("| finding | paper | ours: literal reading | ours: pooled reading | "
+            "conditions under which it holds |") in report
+    assert report.index("## Paper vs ours") < report.index("## The same study under the "
+                                                           "pooled reading")
+    table = report.split("## Paper vs ours")[1].split("\n## ")[0]
+    rows = [line.split(" | ") for line in table.splitlines()
+            if line.startswith("| ") and not line.startswith("| finding")]
+    assert len(rows) == 12
+    for row in rows:
+        if row[2] in ("holds", "does not hold"):  # a qualitative finding
+            literal, pooled = row[2] == "holds", row[3] == "holds"
+            cond = row[-1]
+            assert ("literal reading" in cond) is literal
+            assert ("pooled reading" in cond) is pooled
+            assert ("neither reading run" in cond) is not (literal or pooled)
+    rows_by = {row[0].lstrip("| "): row for row in rows}
+    fixed_findings = [v for k, v in rows_by.items() if "moldable submission alone" in k]
+    assert fixed_findings and fixed_findings[0][2] == fixed_findings[0][3]  # no malleable job
+
+
+def test_one_reading_only_on_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["experiment", "dmrlib", "--out", str(tmp_path), "--sizes", "20",
+                 "--table7-jobs", "20", "--reading", "literal", "--json"]) == 0
+    numbers = json.loads(capsys.readouterr().out)
+    assert numbers["options"]["reading"] == "literal" and "pooled" not in numbers
+    report = (tmp_path / "report.md").read_text()
+    assert "| finding | paper | ours: literal reading | conditions under which it holds |" in report
+    assert "## The same study under" not in report
+
+
+def test_the_reading_does_not_act_on_workloads_without_malleable_jobs() -> None:
+    from malleable.experiments.dmrlib.study import policy_for
+    from malleable.policies.dmr_study import EasyDmrPolicy
+    from malleable.policies.easy import EasyPolicy
+    from malleable.workloads.dmrlib import ALL, NONE
+
+    assert type(policy_for(NONE, pooled=True)) is EasyPolicy
+    assert type(policy_for(NONE, pooled=False)) is EasyPolicy
+    pooled = policy_for(ALL, pooled=True)
+    assert isinstance(pooled, EasyDmrPolicy) and pooled.pooled

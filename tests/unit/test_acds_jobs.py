@@ -84,3 +84,32 @@ def test_arrival_rate_makes_the_offered_load() -> None:
     assert rate * params.mean_work / params.processors == pytest.approx(2.0)
     window = 320 / rate
     assert window == pytest.approx(160 * params.mean_work / params.processors)
+
+
+def test_table_1_parallelism_is_drawn_from_1_to_256_as_before() -> None:
+    from malleable.sim.quantum.jobs import sample_downey
+
+    params = DowneyParams()
+    _, _, parallelism = sample_downey(50, np.random.default_rng(7), params)
+    rng = np.random.default_rng(7)
+    lo, hi = params.log_work_range
+    rng.uniform(lo, hi, 50)  # the works come first, from the same stream
+    assert np.array_equal(parallelism, np.exp(rng.uniform(0.0, math.log(256.0), 50)))
+
+
+def test_the_contention_regime_draws_parallelism_from_its_lower_end() -> None:
+    from malleable.sim.quantum.jobs import sample_downey
+
+    _, _, wide = sample_downey(2000, np.random.default_rng(3), DowneyParams(min_parallelism=16))
+    assert wide.min() >= 16.0 and wide.max() <= 256.0
+    # log-uniform: half of the draws below the geometric middle, sqrt(16 * 256) = 64
+    assert np.mean(wide < 64.0) == pytest.approx(0.5, abs=0.05)
+    _, _, flat = sample_downey(10, np.random.default_rng(3),
+                               DowneyParams(min_parallelism=64, max_parallelism=64))
+    assert np.allclose(flat, 64.0)
+
+
+@pytest.mark.parametrize("low", [0.5, 300.0])
+def test_a_lowest_parallelism_outside_1_to_the_highest_is_refused(low: float) -> None:
+    with pytest.raises(ValueError, match="min_parallelism"):
+        DowneyParams(min_parallelism=low)

@@ -102,6 +102,8 @@ class OarSimulation:
         if self.traffic.json:
             self.traffic.json_bytes += json_len
         self.traffic.cdr_bytes += cdr_len
+        self.traffic.by_type["submit"] = self.traffic.by_type.get("submit", 0) + cdr_len
+        self.traffic.sent_by_type["submit"] = self.traffic.sent_by_type.get("submit", 0) + 1
         self._waiting.append(job)
         self._dirty = True
 

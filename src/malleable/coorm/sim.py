@@ -71,12 +71,23 @@ class Traffic:
     cdr_bytes: int = 0
     """Bytes in the paper's CDR-like encoding (always counted)."""
     json: bool = False
+    by_type: dict[str, int] = field(default_factory=dict)
+    """CDR-like bytes per message type (``changeNotify``, ``request``, ...)."""
+    sent_by_type: dict[str, int] = field(default_factory=dict)
+    """Messages per type."""
+    cap_steps: int = 0
+    """CAP steps sent in ``changeNotify`` messages (16 CDR bytes each)."""
 
     def count(self, msg: Message) -> None:
         self.messages += 1
         if self.json:
             self.json_bytes += len(encode(msg))
-        self.cdr_bytes += cdr_size(msg)
+        size = cdr_size(msg)
+        self.cdr_bytes += size
+        self.by_type[msg.TYPE] = self.by_type.get(msg.TYPE, 0) + size
+        self.sent_by_type[msg.TYPE] = self.sent_by_type.get(msg.TYPE, 0) + 1
+        if isinstance(msg, ChangeNotify):
+            self.cap_steps += sum(len(ch.cap) for ch in msg.changes if ch.cap is not None)
 
 
 @dataclass(slots=True)

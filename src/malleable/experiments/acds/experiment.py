@@ -22,7 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from malleable import argtypes
 from malleable.errors import InputError
 from malleable.experiments.acds.figures import FILES, draw_all
-from malleable.experiments.acds.markdown import markdown
+from malleable.experiments.acds.markdown import Regime, markdown, regime_label
 from malleable.experiments.acds.plan import Results, Settings, chunks, run_all
 from malleable.experiments.acds.report import key_numbers, verdicts
 from malleable.metrics.summary import output_dir
@@ -50,6 +50,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"quanta L per Downey node-second (default "
                              f"{DowneyParams().work_scale:g}, 1e-4 with --quick; see "
                              f"docs/acds.md)")
+    parser.add_argument("--min-parallelism", type=float, default=None, metavar="A",
+                        help="lower end of the log-uniform average parallelism (default 1, "
+                             "Table 1's [1, 256]); e.g. 16: the contention-bound regime, "
+                             "a tuning, not the paper's setting (docs/acds.md)")
+    parser.add_argument("--contention", type=float, nargs="?", const=16.0, default=None,
+                        metavar="A",
+                        help="also run the whole sweep in the contention-bound regime "
+                             "(parallelism log-uniform in [A, 256], A = 16 if not given; a "
+                             "tuning) and set both side by side in report.md; doubles the "
+                             "time; its figures go to DIR/contention/")
     parser.add_argument("--integral", action="store_true",
                         help="allocate whole processors (integral DEQ) instead of fractions")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
@@ -68,9 +78,14 @@ def settings_from(args: argparse.Namespace) -> Settings:
     scale = base.params.work_scale if args.work_scale is None else args.work_scale
     if not scale > 0:
         raise InputError(f"--work-scale {args.work_scale}: give a positive number")
+    low = base.params.min_parallelism if args.min_parallelism is None else args.min_parallelism
+    top = base.params.max_parallelism
+    if not 1 <= low <= top:
+        raise InputError(f"--min-parallelism {args.min_parallelism}: give a number in "
+                         f"[1, {top:g}]")
     jobs = base.jobs if args.jobs is None else _grid(args.jobs)
     fig8 = base.fig8_jobs if base.fig8_jobs in jobs or args.jobs is None else max(jobs)
-    params = replace(base.params, work_scale=scale)
+    params = replace(base.params, work_scale=scale, min_parallelism=low)
     return replace(base, reps=reps, jobs=jobs, seed=args.seed, integral=args.integral,
                    params=params, fig8_jobs=fig8)
 
@@ -85,20 +100,37 @@ def _grid(text: str) -> tuple[int, ...]:
     return tuple(range(first, last + 1, step))
 
 
+def contention_settings(args: argparse.Namespace, settings: Settings) -> Settings | None:
+    """The second sweep that ``--contention A`` asks for, or None."""
+    if args.contention is None:
+        return None
+    top = settings.params.max_parallelism
+    if not 1 < args.contention <= top:
+        raise InputError(f"--contention {args.contention:g}: give a lowest parallelism in "
+                         f"(1, {top:g}]")
+    if args.contention == settings.params.min_parallelism:
+        raise InputError(f"--contention {args.contention:g}: the main sweep already has it "
+                         f"(--min-parallelism)")
+    return replace(settings, params=replace(settings.params, min_parallelism=args.contention))
+
+
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
+    extra = contention_settings(args, settings)
+    sweeps = [settings] if extra is None else [settings, extra]
     out = output_dir(args.out)
     console = Console(stderr=True)
     start = time.monotonic()
     with Progress(TextColumn("[bold]{task.fields[stage]}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
                   transient=args.json) as progress:
-        sweep = progress.add_task("jobs simulated", total=sum(c.jobs for c in chunks(settings)),
-                                  stage="AC-DS sweep")
-        writing = progress.add_task("", total=len(FILES) + 1, stage="drawing figures")
-        results = run_all(settings, lambda chunk: progress.advance(sweep, chunk.jobs),
-                          args.workers)
-        payload = _write(results, settings, time.monotonic() - start, out,
+        total = sum(c.jobs for s in sweeps for c in chunks(s))
+        sweep = progress.add_task("jobs simulated", total=total, stage="AC-DS sweep")
+        writing = progress.add_task("", total=len(sweeps) * (len(FILES) + 1),
+                                    stage="drawing figures")
+        results = [run_all(s, lambda chunk: progress.advance(sweep, chunk.jobs), args.workers)
+                   for s in sweeps]
+        payload = _write(results, sweeps, time.monotonic() - start, out,
                          lambda text: progress.update(writing, advance=1, description=text))
     if args.json:
         print(json.dumps(payload))
@@ -107,15 +139,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write(results: Results, settings: Settings, elapsed: float, out: Path,
+def _write(results: list[Results], sweeps: list[Settings], elapsed: float, out: Path,
            step: Callable[[str], None]) -> dict[str, Any]:
     """Draw the figures and write report.md and summary.json, calling ``step`` after each
     (the steps of the second bar, so that the bars are full only once every file is
-    written); summary.json's content."""
-    numbers = key_numbers(results, settings)
-    payload = _payload(numbers, settings, elapsed)
-    draw_all(results, settings, out, lambda name: step(f"drew {name}"))
-    (out / "report.md").write_text(markdown(numbers, settings, elapsed))
+    written); summary.json's content. A second sweep (``--contention``) has its figures
+    in ``out/contention`` and its numbers under ``"contention"``."""
+    numbers = [key_numbers(r, s) for r, s in zip(results, sweeps, strict=True)]
+    payload = _payload(numbers[0], sweeps[0], elapsed)
+    draw_all(results[0], sweeps[0], out, lambda name: step(f"drew {name}"))
+    others: list[Regime] = []
+    if len(sweeps) > 1:
+        sub = out / "contention"
+        sub.mkdir(exist_ok=True)
+        draw_all(results[1], sweeps[1], sub, lambda name: step(f"drew contention/{name}"))
+        payload["contention"] = _payload(numbers[1], sweeps[1], elapsed)
+        others.append((regime_label(sweeps[1]), sweeps[1], numbers[1]))
+        step("contention figures drawn")
+    (out / "report.md").write_text(markdown(numbers[0], sweeps[0], elapsed, others))
     (out / "summary.json").write_text(json.dumps(payload, indent=2) + "\n")
     step("figures and report written")
     return payload
@@ -128,6 +169,7 @@ def _payload(numbers: dict[str, Any], s: Settings, elapsed: float) -> dict[str, 
                      "quantum_factors": list(s.quantum_factors), "seed": s.seed,
                      "fig7_costs": list(s.fig7_costs), "fig8_costs": list(s.fig8_costs),
                      "fig8_jobs": s.fig8_jobs, "work_scale": s.params.work_scale,
+                     "min_parallelism": s.params.min_parallelism,
                      "integral": s.integral},
         "elapsed_s": round(elapsed, 2),
         "figures": numbers,

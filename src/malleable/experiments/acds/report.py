@@ -101,14 +101,40 @@ def fig8(res: Results, s: Settings) -> dict[str, Any]:
 
 
 def diagnostics(res: Results, s: Settings) -> dict[str, Any]:
-    """How far from Theorem 1's lower bound, and which term of it binds."""
+    """How far from Theorem 1's lower bound, and which term of it binds.
+
+    ``share_span_bound`` and ``share_work_bound`` are the fractions of the runs of
+    Figs. 4-6 (every K and job count, one per scenario) where the span term
+    ``max(r_i + l_i)`` or the work term ``sum(w) / P`` is the larger; the same split
+    at light and heavy load; and Fig. 7's EQUI-EQUI / AC-DS (QF = 1, CF = 0) over the
+    scenarios where each term binds (``None`` when no scenario has it).
+    """
     out: dict[str, Any] = {}
-    runs = [m for k in s.levels for n in s.jobs for m in res.of((k, ACDS, 1, 0.0, n))]
-    out["share_span_bound"] = _r(np.mean([m.span_bound for m in runs]))
+    light, heavy = _halves(s)
+    for name, jobs in (("", s.jobs), ("_light", light), ("_heavy", heavy)):
+        runs = [m for k in s.levels for n in jobs for m in res.of((k, ACDS, 1, 0.0, n))]
+        span = float(np.mean([m.span_bound for m in runs]))
+        out[f"share_span_bound{name}"] = _r(span)
+        out[f"share_work_bound{name}"] = _r(1.0 - span)
     for alg in Algorithm:
         ms = [m.makespan / m.lower_bound for k in s.levels for n in s.jobs
               for m in res.of((k, alg, 1, 0.0, n))]
         out[f"{alg.name.lower()}_makespan_over_lower_bound"] = _r(np.mean(ms))
+    out.update(_ratio_by_bound(res, s))
+    return out
+
+
+def _ratio_by_bound(res: Results, s: Settings) -> dict[str, Any]:
+    """Fig. 7's EQUI-EQUI / AC-DS per scenario (QF = 1, CF = 0), split by the binding term."""
+    k = s.deepest
+    pairs = [(e.makespan / a.makespan, a.span_bound) for n in s.jobs
+             for a, e in zip(res.of((k, ACDS, 1, 0.0, n)), res.of((k, EQUI, 1, 0.0, n)),
+                             strict=True)]
+    out: dict[str, Any] = {}
+    for name, flag in (("span", True), ("work", False)):
+        chosen = [r for r, bound in pairs if bound is flag]
+        out[f"fig7_equi_over_acds_when_{name}_binds"] = _r(np.mean(chosen)) if chosen else None
+        out[f"fig7_runs_{name}_binds"] = len(chosen)
     return out
 
 

@@ -280,6 +280,15 @@ def _metrics(runs: Sequence[RunOutcome]) -> dict[str, Any]:
         "cdr_mb": quartiles([o.cdr_bytes / 1e6 for o in runs]),
         "cdr_kb_per_app": quartiles([o.cdr_bytes / 1e3 / o.apps for o in runs]),
         "messages": quartiles([float(o.messages) for o in runs]),
+        "kb_per_app_by_type": {t: quartiles([o.cdr_by_type.get(t, 0) / 1e3 / o.apps
+                                             for o in runs])
+                               for t in sorted({t for o in runs for t in o.cdr_by_type})},
+        "change_notifies_per_app": quartiles([o.change_notifies / o.apps for o in runs]),
+        "steps_per_change_notify": quartiles([o.cap_steps / o.change_notifies
+                                              for o in runs if o.change_notifies]),
+        # the same messages if a CAP step took 12 bytes (time and hosts packed, no padding)
+        "cdr_mb_packed_steps": quartiles([(o.cdr_bytes - 4 * o.cap_steps) / 1e6
+                                          for o in runs]),
         "policy_runs": quartiles([float(o.policy_runs) for o in runs]),
         "mean_response_h": quartiles([o.mean_response / 3600 for o in runs]),
         "makespan_h": quartiles([o.makespan / 3600 for o in runs]),

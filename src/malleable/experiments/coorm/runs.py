@@ -8,7 +8,7 @@ and runs it, in whichever process it is sent to, returning a :class:`RunOutcome`
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -58,6 +58,12 @@ class RunOutcome:
     makespan: float
     cem_end: float
     """End time of the first CEM application (Fig. 7), nan when there is none."""
+    cdr_by_type: dict[str, int] = field(default_factory=dict)
+    """CDR-like bytes per message type."""
+    cap_steps: int = 0
+    """CAP steps sent in changeNotify messages."""
+    change_notifies: int = 0
+    """changeNotify messages sent."""
 
 
 def pack_for(setup: Setup, instance: int) -> list[LegacyJob]:
@@ -89,7 +95,8 @@ def _outcome(spec: RunSpec, result: SimResult) -> RunOutcome:
         spec, result.computed, result.evaluated, result.cpu_time, result.traffic.messages,
         result.traffic.cdr_bytes, result.traffic.json_bytes, result.policy_runs,
         len(result.jobs), sum(response) / len(response) if response else math.nan,
-        result.makespan, cems[0].end if cems else math.nan)
+        result.makespan, cems[0].end if cems else math.nan, dict(result.traffic.by_type),
+        result.traffic.cap_steps, result.traffic.sent_by_type.get("changeNotify", 0))
 
 
 def outcome_dict(o: RunOutcome) -> dict[str, Any]:

@@ -73,10 +73,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--any-size", action="store_true",
                         help="let resizes go to any size, not only multiples/divisors of the "
                              "current one")
-    parser.add_argument("--pooled", action="store_true",
-                        help="the pooled reading of Algorithm 2: several jobs' shrinks toward "
-                             "their preferred sizes add up to start a waiting job (default: "
-                             "the literal reading, one job's own shrink)")
+    parser.add_argument("--reading", choices=("both", "literal", "pooled"), default="both",
+                        help="Algorithm 2's reading: both (default: the literal one, then the "
+                             "pooled one on the malleable workloads, side by side in "
+                             "report.md), literal (a job's own shrink must let a waiting job "
+                             "start) or pooled (several jobs' shrinks toward their preferred "
+                             "sizes add up)")
+    parser.add_argument("--pooled", dest="reading", action="store_const", const="pooled",
+                        help="the same as --reading pooled")
     parser.add_argument("--swf", type=Path, metavar="PATH",
                         help="take arrivals and sizes from an SWF trace instead of Feitelson's "
                              "model (see docs/dmrlib.md for the rule)")
@@ -95,25 +99,38 @@ def run(args: argparse.Namespace) -> int:
     sizes, table7_jobs = _sizes(args)
     out = output_dir(args.out)
     sources = _sources(args, sizes, table7_jobs)
-    study = Study(sizes, table7_jobs, tuple(range(args.seed, args.seed + args.reps)),
-                  "swf" if args.swf else "feitelson", _options(args))
+    seeds = tuple(range(args.seed, args.seed + args.reps))
+    source = "swf" if args.swf else "feitelson"
+    first = "pooled" if args.reading == "pooled" else "literal"
+    study = Study(sizes, table7_jobs, seeds, source, _options(args, first))
+    other = (Study(sizes, table7_jobs, seeds, source, _options(args, "pooled"))
+             if args.reading == "both" else None)
+    setups = plan(sizes, table7_jobs)
+    total = len(setups) + (sum(1 for *_, mix in setups if mix.name != NONE.name) if other else 0)
     with _progress(args.json) as progress:
         # figures and reports are steps of a second bar, shown from the start, so that
         # nothing runs after the bars are full
-        simulating = progress.add_task("simulating", total=len(plan(sizes, table7_jobs))
-                                       * len(study.seeds))
+        simulating = progress.add_task("simulating", total=total * len(seeds))
         writing = progress.add_task("drawing figures", total=len(FIGURES) + 1, start=False)
         started = time.perf_counter()
-        _execute(study, sources, args, lambda text, done: progress.update(
-            simulating, advance=done, description=text))
+
+        def bar(text: str, done: int) -> None:
+            progress.update(simulating, advance=done, description=text)
+
+        _execute(study, sources, args, bar)
+        if other is not None:
+            _execute(other, sources, args, bar, reuse=study)
         study.elapsed = time.perf_counter() - started
         progress.start_task(writing)
         draw_figures(study, out, lambda name: progress.update(
             writing, advance=1, description=f"drew {name}"))
         progress.update(writing, description="writing table7, report.md and summary.json")
         write_table7(study, out)
-        write_report(study, out)
+        write_report(study, out, other)
         numbers = key_numbers(study)
+        if other is not None:
+            other.elapsed = study.elapsed
+            numbers["pooled"] = key_numbers(other)
         write_summary(out, numbers, legacy=True)
         progress.update(writing, advance=1, description="figures and report written")
     if args.json:
@@ -162,10 +179,10 @@ def _sources(args: argparse.Namespace, sizes: tuple[int, ...],
     return draws
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
+def _options(args: argparse.Namespace, reading: str) -> dict[str, Any]:
     return {"interarrival_s": args.interarrival, "factor": args.factor,
             "reconfig_cost_s": args.reconfig_cost, "multiples": not args.any_size,
-            "reading": "pooled" if args.pooled else "literal",
+            "reading": reading,
             "swf": str(args.swf) if args.swf else None, "quick": bool(args.quick)}
 
 
@@ -186,16 +203,24 @@ def plan(sizes: tuple[int, ...], table7_jobs: int) -> list[tuple[int, Submission
 
 
 def _execute(study: Study, sources: dict[tuple[int, int], Draw],
-             args: argparse.Namespace, step: Callable[[str, int], None]) -> None:
-    """Run every simulation of the study; ``step(text, done)`` reports each (a bar)."""
+             args: argparse.Namespace, step: Callable[[str, int], None],
+             reuse: Study | None = None) -> None:
+    """Run every simulation of the study; ``step(text, done)`` reports each (a bar).
+
+    With ``reuse`` (the same study under the other reading), the workloads without
+    malleable jobs are taken from it: the reading only acts on malleable jobs.
+    """
+    pooled = study.options["reading"] == "pooled"
     for n, sub, mix in plan(study.sizes, study.table7_jobs):
+        if reuse is not None and mix.name == NONE.name:
+            study.outcomes[(n, sub, mix.name)] = reuse.outcomes[(n, sub, mix.name)]
+            continue
         outcomes = []
         for seed in study.seeds:
             step(f"{n} jobs · {sub.value} · {mix.name}", 0)
             keep = n == study.table7_jobs and mix in (NONE, ALL) and seed == study.seeds[0]
             outcomes.append(run_one(Setup(n, sub, mix, seed), sources[(n, seed)],
-                                    args.reconfig_cost, keep, not args.any_size,
-                                    args.pooled))
+                                    args.reconfig_cost, keep, not args.any_size, pooled))
             step(f"{n} jobs · {sub.value} · {mix.name}", 1)
         study.outcomes[(n, sub, mix.name)] = average(outcomes)
     step("simulated", 0)

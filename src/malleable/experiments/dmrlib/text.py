@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from malleable.experiments.dmrlib.report import (
@@ -9,21 +10,115 @@ from malleable.experiments.dmrlib.report import (
     curve_table,
     findings,
     speedups,
+    table7,
     table7_markdown,
 )
 from malleable.experiments.dmrlib.results import VERSIONS, Study
 from malleable.workloads.dmrlib import Submission, Version
 
 
-def write_report(study: Study, out: Path) -> None:
-    """``report.md`` in ``out``."""
-    (out / "report.md").write_text(report_text(study), encoding="utf-8")
+def write_report(study: Study, out: Path, other: Study | None = None) -> None:
+    """``report.md`` in ``out``; ``other`` is the same study under the other reading."""
+    (out / "report.md").write_text(report_text(study, other), encoding="utf-8")
 
 
-def report_text(study: Study) -> str:
-    parts = [_header(study), _fig4(study), _fig8(study), _fig9(study), _energy(study),
-             table7_markdown(study), _findings(study), _assumptions()]
+def report_text(study: Study, other: Study | None = None) -> str:
+    studies = [study] if other is None else [study, other]
+    parts = [_header(study), paper_vs_ours(studies), _fig4(study), _fig8(study), _fig9(study),
+             _energy(study), table7_markdown(study), _findings(study), _assumptions()]
+    if other is not None:
+        parts.insert(-1, _other_reading(study, other))
     return "\n\n".join(parts) + "\n"
+
+
+def _label(study: Study) -> str:
+    return str(study.options.get("reading", "literal"))
+
+
+Check = Callable[[Study], tuple[str, bool]]
+
+
+def _span(values: list[float]) -> str:
+    low, high = min(values), max(values)
+    return f"{low:.2f}" if abs(high - low) < 0.005 else f"{low:.2f}-{high:.2f}"
+
+
+def _rigid(key: str, test: Callable[[float], bool]) -> Check:
+    def check(study: Study) -> tuple[str, bool]:
+        values = [speedups(study, n, Submission.RIGID)[key] for n in study.sizes]
+        return f"{_span(values)}x", all(test(v) for v in values)
+    return check
+
+
+def _t7(sub: Submission, mix: str, paper: float) -> Check:
+    def check(study: Study) -> tuple[str, bool]:
+        value = table7(study)[sub.value]["time"][mix]
+        return f"{value:.1f}%", abs(value - paper) <= 10.0
+    return check
+
+
+def _finding(key: str) -> Check:
+    def check(study: Study) -> tuple[str, bool]:
+        holds = findings(study)[key]
+        return ("holds" if holds else "does not hold"), holds
+    return check
+
+
+def _rows() -> list[tuple[str, str, Check]]:
+    t7 = PAPER["table7"]
+    return [
+        ("rigid submission: completion speedup of pure malleable over fixed (criterion: "
+         "2x or more at every size)", f"about {PAPER['rigid_completion_speedup']}x",
+         _rigid("completion", lambda v: v >= 2.0)),
+        ("rigid submission: workload-time speedup, Fig. 8a (criterion: 2x or more at every "
+         "size)", f"about {PAPER['rigid_workload_speedup']}x",
+         _rigid("workload", lambda v: v >= 2.0)),
+        ("rigid submission: execution speedup below 1 (malleable jobs run longer)", "< 1",
+         _rigid("execution", lambda v: v < 1.0)),
+        ("Table 7, rigid, all malleable: workload time, % of fixed (criterion: within 10 "
+         "points)", f"{t7['rigid']['time']['all']:.2f}%", _t7(Submission.RIGID, "all",
+                                                              t7["rigid"]["time"]["all"])),
+        ("Table 7, rigid, 75% malleable (within 10 points)",
+         f"{t7['rigid']['time']['75%']:.2f}%", _t7(Submission.RIGID, "75%",
+                                                   t7["rigid"]["time"]["75%"])),
+        ("Table 7, rigid, N-body malleable (within 10 points)",
+         f"{t7['rigid']['time']['N-body']:.2f}%", _t7(Submission.RIGID, "N-body",
+                                                      t7["rigid"]["time"]["N-body"])),
+        ("Table 7, moldable, all flexible (within 10 points)",
+         f"{t7['moldable']['time']['all']:.2f}%", _t7(Submission.MOLDABLE, "all",
+                                                      t7["moldable"]["time"]["all"])),
+        *[(text, "holds", _finding(key)) for key, text in _FINDINGS.items()],
+    ]
+
+
+def paper_vs_ours(studies: list[Study]) -> str:
+    """Each finding, the paper's number, ours under each reading run (literal first) and
+    the readings under which it holds."""
+    head = ["finding", "paper", *[f"ours: {_label(s)} reading" for s in studies],
+            "conditions under which it holds"]
+    lines = ["## Paper vs ours", "",
+             "Sizes " + ", ".join(map(str, studies[0].sizes)) + f"; Table 7 at "
+             f"{studies[0].table7_jobs} jobs. The literal reading is Algorithm 2's text; the "
+             "pooled one is our interpretation of the paper's prose (docs/dmrlib.md).", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for text, paper, check in _rows():
+        results = [check(s) for s in studies]
+        held = [f"{_label(s)} reading" for s, (_, ok) in zip(studies, results, strict=True)
+                if ok]
+        cond = ", ".join(held) if held else "neither reading run"
+        lines.append(f"| {text} | {paper} | " + " | ".join(v for v, _ in results)
+                     + f" | {cond} |")
+    return "\n".join(lines)
+
+
+def _other_reading(study: Study, other: Study) -> str:
+    return "\n\n".join([
+        f"## The same study under the {_label(other)} reading",
+        f"Everything above is under the {_label(study)} "
+        f"reading; the non-malleable workloads (fixed, pure moldable) are the same runs in "
+        f"both readings. {_reading(_label(other))}:",
+        _fig4(other).replace("## Fig. 4", "### Fig. 4", 1),
+        table7_markdown(other)])
 
 
 def _header(study: Study) -> str:

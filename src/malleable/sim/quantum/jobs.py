@@ -2,7 +2,8 @@
 
 Downey (1997) draws a job's total work (node-seconds on one processor) and its
 average parallelism ``A`` from log-uniform distributions: ``P(work < t) = b0 + b1 ln t``
-with Table 1's ``b0 = -0.14`` and ``b1 = 0.073``, and ``A`` log-uniform in [1, 256].
+with Table 1's ``b0 = -0.14`` and ``b1 = 0.073``, and ``A`` log-uniform in [1, 256]
+(``min_parallelism`` raises the lower end: the contention-bound regime).
 Jobs arrive as a Poisson process; ``n = 160 * rho`` jobs make the offered load ``rho``,
 so the arrival rate is ``rho * P / E[work]`` and the arrival window, about
 ``160 * E[work] / P``, does not depend on ``n``.
@@ -39,6 +40,9 @@ class DowneyParams:
 
     processors: int = 256
     max_parallelism: float = 256.0
+    min_parallelism: float = 1.0
+    """Lower end of the log-uniform average parallelism: 1 in Table 1; a larger value is
+    the contention-bound regime (docs/acds.md), an option, not the paper's setting."""
     beta0: float = -0.14
     beta1: float = 0.073
     jobs_per_load: float = 160.0
@@ -53,6 +57,9 @@ class DowneyParams:
             raise ValueError("work_scale, phase_length and segments must be positive")
         if self.max_parallelism < 1 or self.processors < 1:
             raise ValueError("max_parallelism and processors must be at least 1")
+        if not 1 <= self.min_parallelism <= self.max_parallelism:
+            raise ValueError(f"min_parallelism {self.min_parallelism} must be in "
+                             f"[1, max_parallelism {self.max_parallelism:g}]")
 
     @property
     def log_work_range(self) -> tuple[float, float]:
@@ -105,7 +112,8 @@ def sample_downey(n: int, rng: np.random.Generator, params: DowneyParams
     """Release times, works and average parallelisms of ``n`` jobs."""
     lo, hi = params.log_work_range
     work = np.exp(rng.uniform(lo, hi, n)) * params.work_scale
-    parallelism = np.exp(rng.uniform(0.0, math.log(params.max_parallelism), n))
+    parallelism = np.exp(rng.uniform(math.log(params.min_parallelism),
+                                     math.log(params.max_parallelism), n))
     gaps = rng.exponential(1.0 / params.arrival_rate(n), n) if n else np.zeros(0)
     return np.cumsum(gaps), work, parallelism
 
