@@ -38,7 +38,7 @@ logger = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parents[2]
 ANSIBLE = REPO / "ansible"
 CA_BUNDLE = Path(os.environ.get("MALLEABLE_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt"))
-CA_IN_NODE = "/usr/local/share/ca-certificates/host-ca-bundle.pem"
+CA_IN_NODE = "/usr/local/share/host-ca-bundle.pem"
 NODE_DOCKERFILE = """ARG BASE_IMAGE
 FROM ${BASE_IMAGE}
 RUN apt-get update && apt-get install -y --no-install-recommends python3 \\
