@@ -85,9 +85,9 @@ def test_a_dead_node_is_shed_at_the_next_poll_and_reported() -> None:
     (entry,) = cluster.node_failures
     assert entry["action"] == "shed" and entry["outcome"] == "done"
     assert entry["dead"] == "n003,n005" and entry["after"] == 4
+    assert cluster.observe().running["j1"].size == 4  # a new poll, not the one before
     cluster.refresh()  # the same dead nodes are not acted on twice
     assert len(cluster.node_failures) == 1
-    assert cluster.observe().running["j1"].size == 4
 
 
 def test_a_shrink_by_count_releases_the_dead_nodes_first() -> None:

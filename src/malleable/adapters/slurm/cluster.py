@@ -130,9 +130,10 @@ class SlurmCluster:
         self._finish_intents()
         self._follow_all(poll, now)
         self.dead_nodes = frozenset(n.name for n in poll.nodes if n.dead)
-        if self.dead_nodes:
-            self._shed_dead(poll)
+        shed = self._shed_dead(poll) if self.dead_nodes else False
         self._poll.taken(poll)
+        if shed:  # this poll shows the sizes before the shed: the next use polls again
+            self._stale()
 
     def _stale(self) -> None:
         """After an action the latest poll no longer shows the site: poll again next time."""
@@ -401,11 +402,12 @@ class SlurmCluster:
 
     # ------------------------------------------------------------ dead nodes
 
-    def _shed_dead(self, poll: Poll) -> None:
+    def _shed_dead(self, poll: Poll) -> bool:
         """Shrink away the dead nodes of every running managed job that can do without
         them (each dead node once per job); the others are left to Slurm (``NODE_FAIL``,
-        then the manager's retry)."""
+        then the manager's retry). Whether any job was looked at."""
         by_id = {j.job_id: j for j in poll.jobs}
+        acted = False
         for mine in list(self._mine.values()):
             job = by_id.get(mine.slurm_id) if mine.slurm_id is not None else None
             if (job is None or mine.finished or not mine.started
@@ -415,6 +417,8 @@ class SlurmCluster:
             if lost and not {(job.job_id, n) for n in lost} <= self._lost:
                 self._lost.update((job.job_id, n) for n in lost)
                 self._shed(mine, job, lost)
+                acted = True
+        return acted
 
     def _shed(self, mine: _Mine, job: SlurmJob, lost: list[str]) -> None:
         entry: dict[str, object] = {"job": mine.spec.id, "slurm_id": job.job_id,
