@@ -14,11 +14,14 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from http.server import ThreadingHTTPServer
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import MetricsHandler
 
 _BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -48,8 +51,14 @@ class ServiceMetrics:
                               registry=r)
 
     def serve(self, host: str, port: int) -> int:
-        """Start the ``/metrics`` HTTP endpoint in a thread; the port it listens on."""
-        server, _thread = start_http_server(port, addr=host, registry=self.registry)
+        """Start the ``/metrics`` HTTP endpoint in a thread; the port it listens on.
+
+        (prometheus_client's own ``start_http_server`` returns nothing before 0.17, the
+        version of Debian 12 that the testbed image carries: the same handler is served
+        here with the standard library's threading server.)"""
+        server = ThreadingHTTPServer((host, port), MetricsHandler.factory(self.registry))
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
         self._server = server
         return int(server.server_address[1])
 
