@@ -199,7 +199,7 @@ def test_the_service_grows_users_jobs_and_survives_restarts(
 
 def _result(tb: Testbed, site: str, job: str) -> dict[str, float] | None:
     out = tb.exec(site, ["cat", f"malleable-{job}.result.json"], user="alice", timeout=30)
-    return json.loads(out.stdout) if out.rc == 0 and out.stdout.strip() else None
+    return json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else None
 
 
 def test_alices_jacobi_is_grown_through_the_channel_and_bob_cannot_answer(
