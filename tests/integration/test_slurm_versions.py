@@ -67,6 +67,8 @@ def run_scenario(tb: Testbed) -> dict[str, str]:
             "sacct.txt": _as(tb, "root", [*SACCT, f"--jobs={ids}"]),
             "ids.txt": ids + "\n"}
     _as(tb, "root", ["scancel", str(grow), other, waiting])
+    wait_for(lambda: not _as(tb, "root", ["squeue", "--noheader", "--format=%i"]).strip(), 60,
+             f"an empty queue on {SITE} after the scenario")
     return out
 
 
