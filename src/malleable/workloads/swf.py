@@ -37,7 +37,7 @@ from pathlib import Path
 
 from malleable.apps import AppCatalog, standard_catalog
 from malleable.errors import InputError, read_text
-from malleable.model import JobKind, JobSpec
+from malleable.model import JobKind, JobSpec, SizeRule
 
 logger = logging.getLogger(__name__)
 
@@ -248,12 +248,14 @@ def _refuse_bounds(fields: Sequence[str], values: Sequence[float], source: str,
 
 
 def _check_size_rule(app: str, size: int, catalog: AppCatalog, source: str,
-                     number: int) -> None:
-    """An initial size the application runs on (FT: a power of two)."""
+                     number: int) -> SizeRule:
+    """The application's size rule, when the initial size is one it runs on (FT: a power
+    of two)."""
     rule = catalog.rule(app)
     if rule.largest_fit(size) != size:
         raise InputError(f"application {app} runs on {rule.value} sizes only: initial size "
                          f"{size} is not one", source=source, line=number)
+    return rule
 
 
 def _numbers(line: str, source: str, number: int) -> list[float]:
@@ -324,11 +326,11 @@ def _parse_line(line: str, apps: dict[int, str], catalog: AppCatalog, source: st
         return None
     if size <= 0:
         return None
-    _check_size_rule(app, size, catalog, source, number)
+    rule = _check_size_rule(app, size, catalog, source, number)
     try:
         return JobSpec(str(job_id), kind, low, high, size, submit_time=submit, app=app,
                        runtime=runtime if runtime >= 0 else None, preferred_size=preferred,
-                       size_rule=catalog.rule(app),
+                       size_rule=rule,
                        walltime=f[8] if f[8] > 0 else None,
                        user=str(int(f[11])) if f[11] >= 0 else "",
                        group=str(int(f[12])) if f[12] >= 0 else "")
