@@ -264,6 +264,7 @@ def test_malleable_yml_on_a_running_testbed_site(site: Site, tmp_path: Path) -> 
     try:
         tb.up(SMALL, timeout=600)
         ctl = tb.container("vu")
+        site.docker.docker_cmd("cp", str(CA_BUNDLE), f"{ctl.id}:{CA_IN_NODE}")
         data = json.loads(site.inventory.read_text())
         data["all"]["vars"].update({
             "malleable_manager_sites": [{"name": "vu"}],
