@@ -13,7 +13,7 @@ import importlib.util
 from collections.abc import Sequence
 from typing import Any
 
-from malleable.experiments import EXPERIMENTS
+from malleable.experiments import EXPERIMENTS, executor
 
 
 class _LazyExperiments(argparse._SubParsersAction):  # type: ignore[type-arg]
@@ -31,6 +31,7 @@ def _populate(p: argparse.ArgumentParser, name: str) -> None:
         return
     mod = importlib.import_module(EXPERIMENTS[name][0])
     mod.add_arguments(p)
+    executor.add_arguments(p)
     p.set_defaults(func=_runner(mod))
 
 

@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from malleable import argtypes
 from malleable.errors import InputError
+from malleable.experiments import executor as executors
 from malleable.experiments.acds.figures import FILES, draw_all
 from malleable.experiments.acds.markdown import Regime, markdown, regime_label
 from malleable.experiments.acds.plan import Results, Settings, chunks, run_all
@@ -128,8 +129,9 @@ def run(args: argparse.Namespace) -> int:
         sweep = progress.add_task("jobs simulated", total=total, stage="AC-DS sweep")
         writing = progress.add_task("", total=len(sweeps) * (len(FILES) + 1),
                                     stage="drawing figures")
-        results = [run_all(s, lambda chunk: progress.advance(sweep, chunk.jobs), args.workers)
-                   for s in sweeps]
+        executor = executors.from_args(args)
+        results = [run_all(s, lambda chunk: progress.advance(sweep, chunk.jobs),
+                           executor=executor) for s in sweeps]
         payload = _write(results, sweeps, time.monotonic() - start, out,
                          lambda text: progress.update(writing, advance=1, description=text))
     if args.json:

@@ -11,11 +11,11 @@ are independent and may run in worker processes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from malleable.experiments.executor import Executor, Local
 from malleable.sim.quantum.engine import Algorithm, Platform
 from malleable.sim.quantum.jobs import DowneyParams
 from malleable.sim.quantum.scenario import RunMetrics, Scenario, run_many, scenario
@@ -164,20 +164,15 @@ class Results:
 
 
 def run_all(settings: Settings, on_chunk: Callable[[Chunk], None] = lambda c: None,
-            workers: int = 1) -> Results:
-    """Run every chunk (in ``workers`` processes when above 1) and collect the results."""
+            workers: int = 1, executor: Executor | None = None) -> Results:
+    """Run every chunk through ``executor`` (default: ``workers`` local processes) and
+    collect the results."""
+    ex = executor if executor is not None else Local(workers)
     results = Results()
     todo = chunks(settings)
-    if workers <= 1:
-        for chunk in todo:
-            for cell, rep, m in run_chunk(chunk, settings):
-                results.add(cell, rep, m)
-            on_chunk(chunk)
-        return results
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(run_chunk, chunk, settings): chunk for chunk in todo}
-        for future in as_completed(futures):
-            for cell, rep, m in future.result():
-                results.add(cell, rep, m)
-            on_chunk(futures[future])
+    outputs = ex.map(run_chunk, [(chunk, settings) for chunk in todo],
+                     lambda i: on_chunk(todo[i]))
+    for output in outputs:
+        for cell, rep, m in output:
+            results.add(cell, rep, m)
     return results

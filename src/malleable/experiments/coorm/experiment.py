@@ -17,7 +17,6 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from rich.progress import (
 
 from malleable import argtypes
 from malleable.errors import InputError
+from malleable.experiments import executor as executors
 from malleable.experiments.coorm.runs import RunOutcome, RunSpec, Setup, quartiles, run_one
 from malleable.metrics.summary import write_summary
 from malleable.workloads.swf import read_swf
@@ -101,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
     with Progress(*columns, console=Console(stderr=True), transient=False) as progress:
         task = progress.add_task("", total=len(plan.specs) + len(WRITING_STEPS))
         started = time.monotonic()
-        outcomes = execute(plan, _progress_runner(plan, progress, task))
+        outcomes = execute(plan, _progress_runner(plan, progress, task,
+                                                    executors.from_args(args)))
         wall = time.monotonic() - started
         summary = summarise(plan, outcomes, wall)
         _write(summary, args.out, lambda step: progress.update(task, advance=1,
@@ -209,10 +210,12 @@ def execute(plan: Plan, runner: Runner) -> list[RunOutcome]:
     return runner(plan.setup, plan.specs)
 
 
-def _progress_runner(plan: Plan, progress: Progress, task: TaskID) -> Runner:
+def _progress_runner(plan: Plan, progress: Progress, task: TaskID,
+                     executor: executors.Executor | None = None) -> Runner:
     def runner(setup: Setup, specs: Sequence[RunSpec]) -> list[RunOutcome]:
         return _run_all(setup, specs, plan.workers,
-                        lambda s: progress.update(task, advance=1, description=_label(s)))
+                        lambda s: progress.update(task, advance=1, description=_label(s)),
+                        executor)
     return runner
 
 
@@ -222,23 +225,12 @@ def _label(spec: RunSpec) -> str:
 
 
 def _run_all(setup: Setup, specs: Sequence[RunSpec], workers: int,
-             done: Callable[[RunSpec], None]) -> list[RunOutcome]:
+             done: Callable[[RunSpec], None],
+             executor: executors.Executor | None = None) -> list[RunOutcome]:
     # the slowest runs first, so that two workers finish together
     ordered = sorted(specs, key=lambda s: (-s.clusters * (2 if s.workload == "W2" else 1)))
-    if workers <= 1:
-        out = []
-        for spec in ordered:
-            out.append(run_one(setup, spec))
-            done(spec)
-        return out
-    results: list[RunOutcome] = []
-    with ProcessPoolExecutor(max_workers=min(workers, os.cpu_count() or 1)) as pool:
-        futures: dict[Future[RunOutcome], RunSpec] = {
-            pool.submit(run_one, setup, spec): spec for spec in ordered}
-        for future in as_completed(futures):
-            results.append(future.result())
-            done(futures[future])
-    return results
+    ex = executor if executor is not None else executors.Local(min(workers, os.cpu_count() or 1))
+    return ex.map(run_one, [(setup, spec) for spec in ordered], lambda i: done(ordered[i]))
 
 
 # ----------------------------------------------------------------------------- numbers

@@ -22,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from malleable import argtypes
 from malleable.errors import InputError
+from malleable.experiments import executor as executors
 from malleable.experiments.dmrlib.results import VERSIONS, Study
 from malleable.experiments.dmrlib.study import Setup, average
 from malleable.experiments.dmrlib.study import run as run_one
@@ -211,18 +212,26 @@ def _execute(study: Study, sources: dict[tuple[int, int], Draw],
     malleable jobs are taken from it: the reading only acts on malleable jobs.
     """
     pooled = study.options["reading"] == "pooled"
+    groups: list[tuple[int, Submission, Mix]] = []
+    runs: list[tuple[Any, ...]] = []
     for n, sub, mix in plan(study.sizes, study.table7_jobs):
         if reuse is not None and mix.name == NONE.name:
             study.outcomes[(n, sub, mix.name)] = reuse.outcomes[(n, sub, mix.name)]
             continue
-        outcomes = []
+        groups.append((n, sub, mix))
         for seed in study.seeds:
-            step(f"{n} jobs · {sub.value} · {mix.name}", 0)
             keep = n == study.table7_jobs and mix in (NONE, ALL) and seed == study.seeds[0]
-            outcomes.append(run_one(Setup(n, sub, mix, seed), sources[(n, seed)],
-                                    args.reconfig_cost, keep, not args.any_size, pooled))
-            step(f"{n} jobs · {sub.value} · {mix.name}", 1)
-        study.outcomes[(n, sub, mix.name)] = average(outcomes)
+            runs.append((Setup(n, sub, mix, seed), sources[(n, seed)], args.reconfig_cost,
+                         keep, not args.any_size, pooled))
+
+    def done(i: int) -> None:
+        setup = runs[i][0]
+        step(f"{setup.jobs} jobs · {setup.submission.value} · {setup.mix.name}", 1)
+
+    outcomes = executors.from_args(args).map(run_one, runs, done)
+    per = len(study.seeds)
+    for g, (n, sub, mix) in enumerate(groups):
+        study.outcomes[(n, sub, mix.name)] = average(outcomes[g * per:(g + 1) * per])
     step("simulated", 0)
 
 

@@ -22,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from malleable import argtypes
 from malleable.errors import InputError
+from malleable.experiments import executor as executors
 from malleable.experiments.koala import stats as st
 from malleable.experiments.koala import sweep
 from malleable.experiments.koala.findings import FINDINGS, evaluate
@@ -46,9 +47,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="directory for the figures (PNG), report.md and summary.json")
     parser.add_argument("--json", action="store_true",
                         help="print the key numbers and verdicts as one JSON object")
-    parser.add_argument("--reps", type=int, default=4, metavar="N",
+    parser.add_argument("--reps", type=int, default=None, metavar="N",
                         help="runs of every curve, with seeds --seed..--seed+N-1; a seed "
-                             "draws the workload (default 4, as the paper's 4 runs)")
+                             "draws the workload (default 4, as the paper's 4 runs; 2 with "
+                             "--quick)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a small sweep that runs in seconds: 2 runs of every curve, "
+                             "the paper's setting only (24 simulations)")
     # the older spelling (seeds 1..N), kept working but not shown
     parser.add_argument("--seeds", dest="reps", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=argtypes.seed, default=1,
@@ -68,6 +73,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.reps is None:
+        args.reps = 2 if args.quick else 4
     if args.reps < 1:
         raise InputError(f"--reps must be at least 1, not {args.reps}")
     if args.workers < 1:
@@ -79,11 +86,12 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"cannot create the output directory: {exc.strerror}",
                          source=str(out)) from None
     seeds = tuple(range(args.seed, args.seed + args.reps))
-    variants = VARIANTS if args.variants else (PAPER,)
+    variants = VARIANTS if args.variants and not args.quick else (PAPER,)
     swept = SWEEP if args.sensitivity else ()
     results, summary = _run_and_draw(plan(seeds, variants) + plan(seeds, swept), seeds,
                                      [v.name for v in variants], out, quiet=args.json,
-                                     workers=args.workers, sensitivity=bool(swept))
+                                     executor=executors.from_args(args),
+                                     sensitivity=bool(swept))
     if args.json:
         print(json.dumps(summary))
     else:
@@ -97,7 +105,7 @@ def drawing_steps(variants: list[str]) -> list[tuple[str, str]]:
 
 
 def _run_and_draw(tasks: list[Task], seeds: tuple[int, ...], variants: list[str], out: Path,
-                  quiet: bool, workers: int = 1,
+                  quiet: bool, executor: executors.Executor | None = None,
                   sensitivity: bool = False) -> tuple[Results, dict[str, Any]]:
     """Simulate, then draw the figures and write the report and summary.json, under one
     progress bar: each simulation, each figure and the report is a step, so the bar reaches
@@ -114,7 +122,7 @@ def _run_and_draw(tasks: list[Task], seeds: tuple[int, ...], variants: list[str]
             progress.update(bar, advance=1,
                             description=f"{variant.name} {combo.key} seed {seed}")
 
-        results = run_all(tasks, seeds, advance, workers)
+        results = run_all(tasks, seeds, advance, executor=executor)
         for figure, variant in drawings:
             progress.update(bar, description=f"drawing Fig. {figure} ({variant})")
             draw_figure(results, figure, out, variant)

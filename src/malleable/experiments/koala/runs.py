@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 
+from malleable.experiments.executor import Executor, Local
 from malleable.metrics.records import JobRecord
 from malleable.metrics.summary import summarize, utilization_series
 from malleable.model import DAS3, JobKind, JobSpec
@@ -207,20 +207,14 @@ class Results:
 
 
 def run_all(tasks: Sequence[Task], seeds: Sequence[int],
-            advance: Callable[[Task], None] | None = None, workers: int = 1) -> Results:
-    """Run every task, on ``workers`` processes (one: in this process), calling ``advance``
-    after each; results are added in the order of ``tasks`` whatever the workers."""
+            advance: Callable[[Task], None] | None = None, workers: int = 1,
+            executor: Executor | None = None) -> Results:
+    """Run every task through ``executor`` (default: ``workers`` local processes, one: in
+    this process), calling ``advance`` after each; results are added in the order of
+    ``tasks`` whatever the workers."""
+    ex = executor if executor is not None else Local(workers)
+    done = None if advance is None else (lambda i: advance(tasks[i]))
     results = Results(tuple(seeds))
-    if workers <= 1:
-        for task in tasks:
-            results.add(run_one(*task))
-            if advance is not None:
-                advance(task)
-        return results
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures: list[Future[Run]] = [pool.submit(run_one, *task) for task in tasks]
-        for task, future in zip(tasks, futures, strict=True):
-            results.add(future.result())
-            if advance is not None:
-                advance(task)
+    for run in ex.map(run_one, tasks, done):
+        results.add(run)
     return results
