@@ -37,8 +37,17 @@ def _nodes(tb: Testbed, job: int) -> tuple[str, int]:
     return found[0].state_raw, found[0].nodes
 
 
+def _idle(tb: Testbed) -> bool:
+    queue = _as(tb, "root", ["squeue", "--noheader", "--format=%i"]).strip()
+    states = _as(tb, "root", ["sinfo", "--noheader", "--format=%t"]).split()
+    return not queue and bool(states) and all(state == "idle" for state in states)
+
+
 def run_scenario(tb: Testbed) -> dict[str, str]:
     """Submit, shrink, expand; return what the adapter's commands print (by file name)."""
+    # The default version's testbed is the session's shared one: the tests before may have
+    # left jobs ending or nodes coming back (a killed container); the scenario needs uva idle.
+    wait_for(lambda: _idle(tb), 240, f"every node of {SITE} idle and its queue empty")
     out = {"version.txt": _as(tb, "root", ["sinfo", "--version"]),
            "sinfo_idle.json": _as(tb, "root", ["sinfo", "--json"])}
     grow = int(_as(tb, "malleable", ["sbatch", "--parsable", "-N3", "--exclusive",
