@@ -107,15 +107,19 @@ class ClustersConfig:
         raise InputError(f"no site {name!r} in the config; valid: {valid}", source=self.source)
 
 
+def read_toml(path: Path) -> dict[str, Any]:
+    """A config file's TOML table (InputError naming the file if it is not UTF-8 TOML)."""
+    text = read_text(path, "config")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML: {exc}", source=str(path)) from None
+
+
 def load_config(path: str | Path) -> ClustersConfig:
     """Read and check a clusters config file."""
     path = Path(path)
-    text = read_text(path, "config")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not valid TOML: {exc}", source=str(path)) from None
-    config = parse_config(data, str(path), path.resolve().parent)
+    config = parse_config(read_toml(path), str(path), path.resolve().parent)
     check_files(config)
     return config
 

@@ -29,13 +29,12 @@ refused, naming the valid ones. Loading reads the file and nothing else.
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from malleable.config import ClustersConfig, check_files, parse_config
-from malleable.errors import InputError, read_text
+from malleable.config import ClustersConfig, check_files, parse_config, read_toml
+from malleable.errors import InputError
 
 TOP_KEYS = ("service", "policy", "ssh", "clusters")
 SERVICE_KEYS = ("state", "poll", "metrics", "status", "account", "max_tries", "channel")
@@ -65,12 +64,7 @@ class ServiceConfig:
 def load_service_config(path: str | Path) -> ServiceConfig:
     """Read and check a service config file (InputError naming the key on any problem)."""
     path = Path(path)
-    text = read_text(path, "config")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not valid TOML: {exc}", source=str(path)) from None
-    config = parse_service_config(data, str(path), path.resolve().parent)
+    config = parse_service_config(read_toml(path), str(path), path.resolve().parent)
     check_files(config.clusters)
     return config
 
