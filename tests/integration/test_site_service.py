@@ -18,6 +18,7 @@ import re
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -159,11 +160,15 @@ def test_the_service_grows_users_jobs_and_survives_restarts(
     assert _job(tb, "uva", forged)["JobState"] == "PENDING"
 
     # status --json and /metrics
-    status = json.loads(serve.as_malleable("malleable", "manager", "status", "--config",
-                                           serve.config, "--json"))
-    assert status["running"] is True
-    sizes = {j["user"]: j["size"] for j in status["jobs"]}
-    assert sizes == {"alice": 3, "bob": 2}
+    # (the status file is written at the end of each cycle: Slurm can show a resize a
+    # moment before the cycle that made it ends)
+    def status() -> dict[str, Any]:
+        return cast(dict[str, Any], json.loads(serve.as_malleable(
+            "malleable", "manager", "status", "--config", serve.config, "--json")))
+
+    wait_for(lambda: {j["user"]: j["size"] for j in status()["jobs"]} == {"alice": 3, "bob": 2},
+             60, "status --json to show the sizes Slurm shows")
+    assert status()["running"] is True
     port = int(re.findall(r"event=metrics address=127.0.0.1:(\d+)", serve.text())[-1])
     metrics = serve.as_malleable("python3", "-c", "import urllib.request; print(urllib.request."
                                  f"urlopen('http://127.0.0.1:{port}/metrics').read().decode())")
