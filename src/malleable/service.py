@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from malleable.clock import ScaledClock
 from malleable.config import ClustersConfig, SiteConfig, load_config
 from malleable.errors import ExternalError, InputError
+from malleable.health import SITE_TIMEOUT
 from malleable.manager import Manager
 from malleable.metrics.records import JobRecord
 from malleable.metrics.summary import jsonable, mechanism, output_dir, summarize, write_records
@@ -281,8 +282,12 @@ def check_same_run(info: RunInfo, request: RunRequest, source: str) -> None:
 
 
 def drive(run: ManagerRun, poll: float, deadline: float | None,
-          on_cycle: Callable[[float], None] = lambda now: None) -> str:
-    """Run the manager in real time until done, the deadline or a signal; how it stopped."""
+          on_cycle: Callable[[float], None] = lambda now: None,
+          site_timeout: float | None = SITE_TIMEOUT) -> str:
+    """Run the manager in real time until done, the deadline or a signal; how it stopped.
+
+    A site unavailable for ``site_timeout`` seconds without a break is given up (its
+    jobs recorded failed); ExternalError once every site is given up."""
     saved = [run.store.saved_state() or ""]
 
     def cycled(now: float) -> None:
@@ -292,7 +297,8 @@ def drive(run: ManagerRun, poll: float, deadline: float | None,
             saved[0] = state
         on_cycle(now)
 
-    driver = RealtimeDriver(run.manager, run.clock, run.pending, poll, on_cycle=cycled)
+    driver = RealtimeDriver(run.manager, run.clock, run.pending, poll, on_cycle=cycled,
+                            site_timeout=site_timeout)
     outcome = driver.run(deadline)
     run.cycle_seconds.extend(outcome.cycle_seconds)
     logger.info("%d cycles, mean %.3f s", outcome.cycles,
