@@ -181,7 +181,8 @@ class Manager:
         """Take up state a journal saved before a restart (records in submission order).
 
         Unfinished jobs placed on a cluster (``where``) are followed there; unfinished
-        jobs not placed go back to the queue, with their failed tries forgotten.
+        jobs not placed go back to the queue, with their failed tries forgotten. The
+        retries already spent (``retry`` operations) count against ``max_retries``.
         """
         for record in records:
             job_id = record.spec.id
@@ -193,7 +194,10 @@ class Manager:
             self._active.add(job_id)
             if job_id not in where:
                 self._queue[job_id] = WaitingJob(record.spec)
-        self.operations.extend(operations)
+        for op in operations:
+            self.operations.append(op)
+            if op.kind == "retry":
+                self.retries[op.job_id] = max(self.retries.get(op.job_id, 0), op.amount)
 
     # -------------------------------------------------------------- the cycle
 

@@ -26,7 +26,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
@@ -63,6 +63,8 @@ class SiteJournal(Protocol):
 
     def intent_end(self, token: int, state: str, native_id: int | None = None,
                    detail: str = "") -> None: ...
+
+    def node_failure(self, site: str, entry: Mapping[str, object]) -> None: ...
 
 
 @dataclass(slots=True)
@@ -436,6 +438,18 @@ class SlurmCluster:
             logger.warning("%s: %s (Slurm job %d) lost %s: shed, %s", self.name,
                            mine.spec.id, job.job_id, entry["dead"], result.describe())
         self.node_failures.append(entry)
+        if self.journal is not None:
+            self.journal.node_failure(self.name, entry)
+
+    def restore_node_failures(self, entries: Sequence[Mapping[str, object]]) -> None:
+        """Take up the node failures journaled before a restart: reported again in the
+        summary, and each (job, dead node) already dealt with is not shed a second time."""
+        for entry in entries:
+            self.node_failures.append(dict(entry))
+            slurm_id = entry.get("slurm_id")
+            if isinstance(slurm_id, int):
+                self._lost.update((slurm_id, node) for node in
+                                  str(entry.get("dead", "")).split(",") if node)
 
     def _unsaveable(self, mine: _Mine, job: SlurmJob, lost: list[str]) -> str:
         """Why the job cannot shed ``lost`` ("" if it can)."""
