@@ -342,7 +342,8 @@ def finish(run: ManagerRun, out: Path, stopped: str, compare_sim: bool = False
                    site_health={name: h.summary() for name, h in run.manager.health.items()},
                    cycles=len(run.cycle_seconds), cycle_p95_s=_p95(run.cycle_seconds),
                    failed_jobs={r.spec.id: r.reason or "failed" for r in run.manager.failed},
-                   retries=dict(run.manager.retries), node_failures=node_failures(run))
+                   retries=dict(run.manager.retries), node_failures=node_failures(run),
+                   stray_helpers=stray_helpers(run))
     summary.update(policy_options(run.policy.options))
     write_records(out / "jobs.csv", records, run.manager.operations)
     if compare_sim:
@@ -355,6 +356,12 @@ def node_failures(run: ManagerRun) -> list[dict[str, object]]:
     """Managed jobs found on dead nodes, per site, with what was done (shed or not)."""
     return [{"site": name, **entry} for name, adapter in run.adapters.items()
             for entry in getattr(adapter, "node_failures", [])]
+
+
+def stray_helpers(run: ManagerRun) -> list[dict[str, object]]:
+    """Helper allocations found stray, per site, with what became of them."""
+    return [{"site": name, **entry} for name, adapter in run.adapters.items()
+            for entry in getattr(adapter, "stray_helpers", {}).values()]
 
 
 def _p95(values: list[float]) -> float | None:
