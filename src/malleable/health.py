@@ -8,6 +8,11 @@ is placed, grown or shrunk there, while the other sites keep their normal period
 Failures in a row back off exponentially (``base`` doubling up to ``ceiling`` seconds);
 the first success brings the site back, and its adapter reconciles what happened
 meanwhile from the site itself (queue and accounting).
+
+A site offline without a break for a set time (the real-time driver's
+``site_timeout``, measured on this record's clock, not in cycles) is *given up*
+(:meth:`SiteHealth.give_up`): it is no longer polled nor acted on for the rest of the
+process, and the manager records its unfinished jobs as failed.
 """
 
 from __future__ import annotations
@@ -18,6 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 logger = logging.getLogger(__name__)
+
+SITE_TIMEOUT = 300.0
+"""Seconds a site may stay unavailable without a break before a run gives it up (the
+default of ``manager run --site-timeout`` and of the real-time driver)."""
 
 
 @dataclass
@@ -42,12 +51,25 @@ class SiteHealth:
     cycles: int = 0
     offline_cycles: int = 0
     downtime: float = 0.0
+    given_up: bool = False
+    """Offline for longer than the run allows: no longer polled nor acted on."""
     _retry_at: float = 0.0
     _down_since: float | None = field(default=None, repr=False)
 
     def usable(self) -> bool:
         """Whether to poll and act on the site in this cycle."""
-        return not self.busy and self.clock() >= self._retry_at
+        return not self.given_up and not self.busy and self.clock() >= self._retry_at
+
+    def failing_for(self) -> float:
+        """Seconds the site has been offline without a break (0 while it is online)."""
+        return 0.0 if self._down_since is None else self.clock() - self._down_since
+
+    def give_up(self) -> None:
+        """Stop using the site for good (it has been offline for too long)."""
+        self.given_up = True
+        logger.error("site %s: unavailable for %.0f s (%s); given up: no longer polled, its "
+                     "jobs are recorded as failed; the other sites go on", self.name,
+                     self.failing_for(), self.last_error or "its poll does not answer")
 
     def counted(self, online: bool) -> None:
         """Count one cycle in which the site was (or was not) in the view."""
@@ -87,6 +109,7 @@ class SiteHealth:
             downtime += self.clock() - self._down_since
         share = 1.0 if not self.cycles else 1 - self.offline_cycles / self.cycles
         return {"online": self.online, "availability": round(share, 4),
-                "cycles": self.cycles, "offline_cycles": self.offline_cycles,
+                "given_up": self.given_up, "cycles": self.cycles,
+                "offline_cycles": self.offline_cycles,
                 "outages": self.outages, "failures": self.total_failures,
                 "downtime_seconds": round(downtime, 3), "last_error": self.last_error}

@@ -181,7 +181,8 @@ class Manager:
         """Take up state a journal saved before a restart (records in submission order).
 
         Unfinished jobs placed on a cluster (``where``) are followed there; unfinished
-        jobs not placed go back to the queue, with their failed tries forgotten.
+        jobs not placed go back to the queue, with their failed tries forgotten. The
+        retries already spent (``retry`` operations) count against ``max_retries``.
         """
         for record in records:
             job_id = record.spec.id
@@ -193,7 +194,10 @@ class Manager:
             self._active.add(job_id)
             if job_id not in where:
                 self._queue[job_id] = WaitingJob(record.spec)
-        self.operations.extend(operations)
+        for op in operations:
+            self.operations.append(op)
+            if op.kind == "retry":
+                self.retries[op.job_id] = max(self.retries.get(op.job_id, 0), op.amount)
 
     # -------------------------------------------------------------- the cycle
 
@@ -240,7 +244,12 @@ class Manager:
                 return {name: rm.observe() for name, rm in self.clusters.items()}
             except ExternalError as exc:
                 logger.debug("a site failed (%s): observing site by site", exc)
-        return {name: self._observe_site(name, rm) for name, rm in self.clusters.items()}
+        return {name: self._observe_site(name, rm) for name, rm in self.clusters.items()
+                if not self._given_up(name)}
+
+    def _given_up(self, name: str) -> bool:
+        health = self.health.get(name)
+        return health is not None and health.given_up
 
     def _observe_site(self, name: str, rm: ResourceManager) -> ClusterView:
         health = self.site_health(name)
@@ -255,6 +264,20 @@ class Manager:
                 health.failed(str(exc))
         health.counted(view is not None)
         return view if view is not None else self._offline_view(name)
+
+    def give_up_site(self, name: str, now: float) -> list[str]:
+        """Stop using a site that has been unavailable for too long: it leaves the view
+        (policies neither place there nor count its nodes) and its unfinished jobs are
+        recorded FAILED with the reason, so the run can end. The job ids."""
+        health = self.site_health(name)
+        if not health.given_up:
+            health.give_up()
+        reason = (f"site {name} was unavailable for {health.failing_for():.0f} s and was "
+                  f"given up ({health.last_error or 'its poll did not answer'})")
+        lost = [j for j, site in self._where.items() if site == name and j in self._active]
+        for job_id in lost:
+            self.on_event(JobEvent(now, job_id, JobState.FAILED, 0, reason))
+        return lost
 
     def _offline_view(self, name: str) -> ClusterView:
         last = None if self.last_view is None else self.last_view.clusters.get(name)
@@ -417,7 +440,8 @@ class Manager:
     def _reject(self, job_id: str, reason: str, now: float, placed: list[str]) -> None:
         if job_id not in self._queue or job_id in placed:  # not waiting, or placed just now
             return
-        if self.health and any(not h.online or h.busy for h in self.health.values()):
+        if self.health and any((not h.online or h.busy) and not h.given_up
+                               for h in self.health.values()):
             logger.debug("job %s kept waiting while a site is offline: %s", job_id, reason)
             return  # it may fit on the site that is offline: refuse it only when all answer
         logger.warning("job %s rejected: %s", job_id, reason)

@@ -10,8 +10,11 @@ run with the same state file takes them up again).
 Each site is polled in a thread of its own ahead of the cycle. A poll that fails marks
 its site offline (:mod:`malleable.health`); a poll still running after
 ``poll_timeout`` seconds is left running and its site skipped in this cycle, so a hung
-controller never holds up the other sites. One failing site never ends the run; only
-``max_failures`` cycles in a row with no site online do.
+controller never holds up the other sites. A site offline without a break for
+``site_timeout`` seconds (a duration, whatever the cycles' length) is given up: no
+longer polled, its unfinished jobs recorded failed (:meth:`Manager.give_up_site`), the
+other sites go on. The run ends on failing sites only when every site was given up
+(:class:`~malleable.errors.ExternalError`, exit 3, state kept).
 
 Times handed to the manager are *model seconds*: real seconds since the run began
 divided by the time scale, so records compare directly with a simulation of the
@@ -33,7 +36,7 @@ from typing import Protocol, runtime_checkable
 
 from malleable.clock import ScaledClock
 from malleable.errors import ExternalError
-from malleable.health import SiteHealth
+from malleable.health import SITE_TIMEOUT, SiteHealth
 from malleable.manager import Manager
 from malleable.model import JobSpec
 
@@ -70,17 +73,20 @@ class RealtimeDriver:
     monotonic: Callable[[], float] = time.monotonic
     stop_event: threading.Event = field(default_factory=threading.Event)
     pause: Callable[[float], object] | None = None
-    max_failures: int = 10
+    site_timeout: float | None = SITE_TIMEOUT
+    """Seconds a site may stay unavailable without a break before it is given up
+    (None: never; a service keeps trying)."""
     poll_timeout: float | None = None
     """Seconds the cycle waits for a site's poll (default: the poll interval, at least 1)."""
     _next: int = 0
-    _failures: int = 0
     _stopped_by: str = ""
     _polls: dict[str, Future[None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.poll_interval > 0:
             raise ValueError(f"poll interval must be positive, not {self.poll_interval!r}")
+        if self.site_timeout is not None and not self.site_timeout > 0:
+            raise ValueError(f"site timeout must be positive, not {self.site_timeout!r}")
         self.jobs = sorted(self.jobs, key=lambda j: j.submit_time)
         if self.poll_timeout is None:
             self.poll_timeout = max(1.0, self.poll_interval)
@@ -125,7 +131,7 @@ class RealtimeDriver:
         self._submit_due(now)
         self._prefetch(pool)
         self.manager.cycle(self.clock.now())
-        self._count_online()
+        self._give_up_failing()
         self.flush()
         self.on_cycle(now)
         outcome.cycles += 1
@@ -135,7 +141,10 @@ class RealtimeDriver:
         """Poll every usable site in parallel; wait at most ``poll_timeout`` seconds."""
         health = self.manager.health
         for name, rm in self.manager.clusters.items():
-            if name not in self._polls and isinstance(rm, Refreshable) and health[name].usable():
+            if health[name].given_up:
+                self._polls.pop(name, None)  # never waited for again (left to its thread)
+            elif (name not in self._polls and isinstance(rm, Refreshable)
+                  and health[name].usable()):
                 self._polls[name] = pool.submit(rm.refresh)
         wait(list(self._polls.values()), timeout=self.poll_timeout)
         for name, future in list(self._polls.items()):
@@ -150,18 +159,23 @@ class RealtimeDriver:
             elif exc is not None:  # not the site's fault: the cycle's own observe reports it
                 logger.warning("site %s: poll failed: %s", name, exc)
 
-    def _count_online(self) -> None:
-        """End the run after ``max_failures`` cycles in a row with no site online."""
-        health = self.manager.health
-        if any(h.online and not h.busy for h in health.values()):
-            self._failures = 0
+    def _give_up_failing(self) -> None:
+        """Give up each site offline for ``site_timeout`` seconds without a break; end the
+        run (ExternalError) once every site is given up."""
+        if self.site_timeout is None:
             return
-        self._failures += 1
-        if self._failures >= self.max_failures:
+        health = self.manager.health
+        for name, h in health.items():
+            if not h.given_up and h.failing_for() >= self.site_timeout:
+                lost = self.manager.give_up_site(name, self.clock.now())
+                if lost:
+                    logger.error("site %s given up: %d job(s) recorded failed: %s", name,
+                                 len(lost), ", ".join(lost))
+        if health and all(h.given_up for h in health.values()):
             errors = "; ".join(f"{h.name}: {h.last_error or 'poll still running'}"
                                for h in health.values())
-            raise ExternalError(f"no site answered in {self._failures} cycles in a row "
-                                f"({errors})")
+            raise ExternalError(f"every site has been unavailable for at least "
+                                f"{self.site_timeout:g} s without a break ({errors})")
 
     def _submit_due(self, now: float) -> None:
         while self._next < len(self.jobs) and self.jobs[self._next].submit_time <= now:

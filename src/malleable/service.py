@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from malleable.clock import ScaledClock
 from malleable.config import ClustersConfig, SiteConfig, load_config
 from malleable.errors import ExternalError, InputError
+from malleable.health import SITE_TIMEOUT
 from malleable.manager import Manager
 from malleable.metrics.records import JobRecord
 from malleable.metrics.summary import jsonable, mechanism, output_dir, summarize, write_records
@@ -281,8 +282,12 @@ def check_same_run(info: RunInfo, request: RunRequest, source: str) -> None:
 
 
 def drive(run: ManagerRun, poll: float, deadline: float | None,
-          on_cycle: Callable[[float], None] = lambda now: None) -> str:
-    """Run the manager in real time until done, the deadline or a signal; how it stopped."""
+          on_cycle: Callable[[float], None] = lambda now: None,
+          site_timeout: float | None = SITE_TIMEOUT) -> str:
+    """Run the manager in real time until done, the deadline or a signal; how it stopped.
+
+    A site unavailable for ``site_timeout`` seconds without a break is given up (its
+    jobs recorded failed); ExternalError once every site is given up."""
     saved = [run.store.saved_state() or ""]
 
     def cycled(now: float) -> None:
@@ -292,7 +297,8 @@ def drive(run: ManagerRun, poll: float, deadline: float | None,
             saved[0] = state
         on_cycle(now)
 
-    driver = RealtimeDriver(run.manager, run.clock, run.pending, poll, on_cycle=cycled)
+    driver = RealtimeDriver(run.manager, run.clock, run.pending, poll, on_cycle=cycled,
+                            site_timeout=site_timeout)
     outcome = driver.run(deadline)
     run.cycle_seconds.extend(outcome.cycle_seconds)
     logger.info("%d cycles, mean %.3f s", outcome.cycles,
@@ -336,7 +342,8 @@ def finish(run: ManagerRun, out: Path, stopped: str, compare_sim: bool = False
                    site_health={name: h.summary() for name, h in run.manager.health.items()},
                    cycles=len(run.cycle_seconds), cycle_p95_s=_p95(run.cycle_seconds),
                    failed_jobs={r.spec.id: r.reason or "failed" for r in run.manager.failed},
-                   retries=dict(run.manager.retries), node_failures=node_failures(run))
+                   retries=dict(run.manager.retries), node_failures=node_failures(run),
+                   stray_helpers=stray_helpers(run))
     summary.update(policy_options(run.policy.options))
     write_records(out / "jobs.csv", records, run.manager.operations)
     if compare_sim:
@@ -349,6 +356,12 @@ def node_failures(run: ManagerRun) -> list[dict[str, object]]:
     """Managed jobs found on dead nodes, per site, with what was done (shed or not)."""
     return [{"site": name, **entry} for name, adapter in run.adapters.items()
             for entry in getattr(adapter, "node_failures", [])]
+
+
+def stray_helpers(run: ManagerRun) -> list[dict[str, object]]:
+    """Helper allocations found stray, per site, with what became of them."""
+    return [{"site": name, **entry} for name, adapter in run.adapters.items()
+            for entry in getattr(adapter, "stray_helpers", {}).values()]
 
 
 def _p95(values: list[float]) -> float | None:

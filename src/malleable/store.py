@@ -53,6 +53,8 @@ CREATE TABLE IF NOT EXISTS resizes (id INTEGER PRIMARY KEY, site TEXT NOT NULL,
 CREATE TABLE IF NOT EXISTS intents (id INTEGER PRIMARY KEY, time REAL NOT NULL,
     kind TEXT NOT NULL, site TEXT NOT NULL, job_id TEXT NOT NULL, native_id INTEGER,
     amount INTEGER NOT NULL, state TEXT NOT NULL DEFAULT 'open', detail TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS node_failures (id INTEGER PRIMARY KEY, site TEXT NOT NULL,
+    job_id TEXT NOT NULL, entry TEXT NOT NULL);
 """
 
 
@@ -265,6 +267,18 @@ class Store:
                        None if n is None else int(n), int(a), str(st), str(d))
                 for i, t, k, s, j, n, a, st, d in rows]
 
+    # ------------------------------------------------------------ node failures
+
+    def node_failure(self, site: str, entry: Mapping[str, object]) -> None:
+        """A managed job found on dead nodes, and what was done (the adapter's entry)."""
+        self._write("INSERT INTO node_failures (site, job_id, entry) VALUES (?, ?, ?)",
+                    (site, str(entry.get("job", "")), json.dumps(dict(entry), sort_keys=True)))
+
+    def node_failures(self, site: str) -> list[dict[str, object]]:
+        """The entries of :meth:`node_failure` for ``site``, oldest first."""
+        rows = self._rows("SELECT entry FROM node_failures WHERE site = ? ORDER BY id", (site,))
+        return [dict(json.loads(r[0])) for r in rows]
+
     # ------------------------------------------------------------ durable state of the policy
 
     def save_state(self, text: str) -> None:
@@ -372,6 +386,13 @@ class Reconciling(Protocol):
                       native_id: int | None) -> None: ...
 
 
+@runtime_checkable
+class RememberingFailures(Protocol):
+    """An adapter that takes up, after a restart, the node failures it journaled."""
+
+    def restore_node_failures(self, entries: Sequence[Mapping[str, object]]) -> None: ...
+
+
 def _unconfirmed_submissions(store: Store, records: Sequence[JobRecord],
                              where: dict[str, str]) -> list[Intent]:
     """Submit intents of jobs the journal has back in the queue: the manager stopped
@@ -426,6 +447,9 @@ def resume(store: Store, manager: Manager, clusters: Mapping[str, ResourceManage
               requested=placed.get(record.spec.id, size), started=record.start is not None,
               size=size, since=record.placed)
         followed += 1
+    for name, adapter in clusters.items():
+        if isinstance(adapter, RememberingFailures):
+            adapter.restore_node_failures(store.node_failures(name))
     _resume_intents(store, clusters)
     interrupted = store.open_resizes()
     for token, site, job_id, slurm_id in interrupted:

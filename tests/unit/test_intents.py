@@ -235,3 +235,83 @@ def test_policy_memory_and_tries_survive_a_restart(tmp_path: Path) -> None:
     assert next(iter(again._queue.values())).tries == 1
     with pytest.raises(ValueError, match="AC-DS state"):
         again.policy.import_state({"desires": 3})  # type: ignore[attr-defined]
+
+
+def _restart(fake: FakeSlurm, store: Store) -> Manager:
+    """A new manager and adapter over the same journal and site, resumed."""
+    again = _manager(fake, store)
+    resume(store, again, again.clusters)
+    return again
+
+
+def test_the_retries_spent_survive_a_restart(tmp_path: Path) -> None:
+    fake = FakeSlurm(node_names(8))
+    store = Store.open(tmp_path / "state.sqlite")
+    manager = _manager(fake, store)  # max_retries=1
+    manager.submit(_spec(0))
+    _cycles(manager, fake, 0, 2)
+    fake.finish(store.slurm_ids()[("vu", "j0")], "NODE_FAIL")
+    _cycles(manager, fake, 2, 2)
+    assert manager.retries == {"j0": 1} and len(_copies(fake, "j0")) == 2
+    del manager  # killed: only the journal and the site remain
+
+    again = _restart(fake, store)
+    assert again.retries == {"j0": 1}  # the retry spent before the restart still counts
+    _cycles(again, fake, 4, 2)
+    fake.finish(store.slurm_ids()[("vu", "j0")], "NODE_FAIL")
+    _cycles(again, fake, 6, 2)
+    record = again.records["j0"]
+    assert record.state is JobState.FAILED and "NODE_FAIL" in record.reason
+    assert len(_copies(fake, "j0")) == 2  # not a third submission: the bound held
+    assert again.failed == [record]
+
+
+def test_node_failures_survive_a_restart_and_are_not_shed_twice(tmp_path: Path) -> None:
+    fake = FakeSlurm(node_names(8))
+    store = Store.open(tmp_path / "state.sqlite")
+    manager = _manager(fake, store)
+    manager.submit(JobSpec("j0", JobKind.MALLEABLE, 2, 8, 8, app="gadget2",
+                           size_rule=SizeRule.ANY))
+    _cycles(manager, fake, 0, 2)
+    job = fake.jobs[store.slurm_ids()[("vu", "j0")]]
+    assert len(job.nodes) == 8
+    fake.dead = {job.nodes[3]}
+    _cycles(manager, fake, 2, 1)
+    fake.add_job(1)  # background load takes the freed node: no grow back onto it
+    _cycles(manager, fake, 3, 1)
+    site = manager.clusters["vu"]
+    assert isinstance(site, SlurmCluster)
+    (entry,) = site.node_failures
+    assert entry["action"] == "shed" and len(job.nodes) == 7
+    shed_calls = [c for c in fake.calls if c[3:4] and c[3].startswith("NodeList=")]
+    del manager, site
+
+    again = _restart(fake, store)
+    restored = again.clusters["vu"]
+    assert isinstance(restored, SlurmCluster)
+    assert restored.node_failures == [entry]  # reported after the restart too
+    _cycles(again, fake, 4, 3)  # the node is still dead: not shed a second time
+    assert [c for c in fake.calls if c[3:4] and c[3].startswith("NodeList=")] == shed_calls
+    assert restored.node_failures == [entry]
+    assert store.node_failures("vu") == [entry] and store.node_failures("uva") == []
+
+
+def test_a_job_left_on_a_dead_node_is_not_reported_again_after_a_restart(
+        tmp_path: Path) -> None:
+    fake = FakeSlurm(node_names(4))
+    store = Store.open(tmp_path / "state.sqlite")
+    manager = _manager(fake, store)
+    manager.submit(JobSpec("j0", JobKind.RIGID, 4, 4, 4, app="gadget2"))
+    _cycles(manager, fake, 0, 2)
+    job = fake.jobs[store.slurm_ids()[("vu", "j0")]]
+    fake.dead = {job.nodes[2]}  # a rigid job cannot shed it: left to Slurm (NODE_FAIL)
+    _cycles(manager, fake, 2, 2)
+    (entry,) = store.node_failures("vu")
+    assert entry["action"] == "none" and "cannot shrink" in str(entry["reason"])
+    del manager
+
+    again = _restart(fake, store)
+    _cycles(again, fake, 4, 3)  # still on the dead node: the same case, not a new one
+    assert store.node_failures("vu") == [entry]
+    site = again.clusters["vu"]
+    assert isinstance(site, SlurmCluster) and site.node_failures == [entry]

@@ -37,6 +37,8 @@ def _run(config: Path, out: Path, *extra: str) -> list[str]:
     (["--poll", "-1"], "--poll must be a positive"),
     (["--jobs", "0"], "--jobs must be at least 1"),
     (["--deadline", "0"], "--deadline must be a positive"),
+    (["--site-timeout", "0"], "--site-timeout must be a positive"),
+    (["--site-timeout", "inf"], "--site-timeout must be a positive"),
     (["--sites", "vu,delft"], "no site 'delft'"),
     (["--workload", "nope"], "neither a file nor one of"),
 ])

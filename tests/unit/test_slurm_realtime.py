@@ -176,14 +176,54 @@ def test_a_failing_site_is_retried_then_gives_up() -> None:
     assert driver.run().stopped == "done"  # three failed cycles, then it went on
 
     driver, cluster, _ = _driver(fake, _jobs(1, gap=1.0, runtime=5.0))
-    driver.max_failures = 2
+    driver.site_timeout = 30.0
 
     def down() -> ClusterView:
         raise ExternalError("ssh vu: cannot connect")
 
     cluster.observe = down  # type: ignore[method-assign]
-    with pytest.raises(ExternalError, match="cannot connect"):
+    began = fake.t
+    with pytest.raises(ExternalError, match=r"every site has been unavailable for at least "
+                                            r"30 s.*cannot connect"):
         driver.run()
+    # a duration: not 10 cycles (10 s at this 1-s poll), but the 30 s asked
+    assert 30.0 <= fake.t - began <= 30.0 + 2 * driver.poll_interval
+
+
+def _failing_for_good(fake: FakeTime, seconds_per_poll: float, poll: float) -> float:
+    """Seconds of (fake) time until a site whose every poll fails, each taking
+    ``seconds_per_poll``, ends a one-site run with a 60-s site timeout."""
+    from malleable.errors import ExternalError
+
+    driver, cluster, _ = _driver(fake, _jobs(1, gap=1.0, runtime=5.0), poll=poll)
+    driver.site_timeout = 60.0
+
+    def slow_failure() -> None:
+        fake.t += seconds_per_poll
+        raise ExternalError("ssh vu: Connection timed out")
+
+    cluster.refresh = slow_failure  # type: ignore[method-assign]
+    began = fake.t
+    with pytest.raises(ExternalError, match="every site"):
+        driver.run()
+    return fake.t - began
+
+
+def test_the_budget_is_the_same_duration_for_a_slow_and_a_fast_failure() -> None:
+    fast = _failing_for_good(FakeTime(), 0.0, poll=1.0)
+    slow = _failing_for_good(FakeTime(), 9.0, poll=1.0)
+    rare = _failing_for_good(FakeTime(), 0.0, poll=7.0)
+    # 10 failed cycles would have been 10 s, 100 s and 70 s; it is 60 s (+ one cycle) in all
+    for elapsed, cycle in ((fast, 1.0), (slow, 10.0), (rare, 7.0)):
+        assert 60.0 <= elapsed <= 60.0 + 2 * cycle, (fast, slow, rare)
+
+
+def test_the_driver_refuses_a_site_timeout_that_is_not_positive() -> None:
+    fake = FakeTime()
+    clock = ScaledClock(fake.t, 1.0, wall=fake.wall)
+    manager = Manager(KoalaPolicy.named("pra", "fpsma"), {})
+    with pytest.raises(ValueError, match="site timeout"):
+        RealtimeDriver(manager, clock, [], 1.0, site_timeout=0.0)
 
 
 def _two_sites(fake: FakeTime, jobs: list[JobSpec],
@@ -281,3 +321,62 @@ def test_a_job_that_fits_only_on_an_offline_site_waits_instead_of_being_refused(
     outcome = driver.run(deadline=30.0)
     record = driver.manager.records["big"]
     assert record.state is JobState.COMPLETED and record.cluster == "bad", outcome
+
+
+def test_a_site_failing_for_its_timeout_is_given_up_and_the_others_go_on() -> None:
+    from malleable.errors import ExternalError
+
+    fake = FakeTime()
+    big = JobSpec("big", JobKind.RIGID, 8, 8, 8, app="fixed", runtime=1000.0)
+    small = _jobs(4, gap=100.0, runtime=50.0)  # 4 x 2 nodes, 10 real s apart (scale 0.1)
+    driver, _, bad = _two_sites(fake, [big, *small])
+    driver.site_timeout = 20.0
+    calls: list[float] = []
+    refreshed = bad.refresh
+    broken_at = fake.t + 5.0
+
+    def breaks() -> None:  # answers 5 s, long enough to take the big job, then never again
+        calls.append(fake.t)
+        if fake.t >= broken_at:
+            raise ExternalError("ssh bad: Connection refused")
+        refreshed()
+
+    bad.refresh = breaks  # type: ignore[method-assign]
+    outcome = driver.run(deadline=200.0)
+    assert outcome.stopped == "done"  # ended by its jobs, not by the deadline
+    records = driver.manager.records
+    assert records["big"].cluster == "bad" and records["big"].state is JobState.FAILED
+    assert "site bad was unavailable for" in records["big"].reason
+    assert "given up (ssh bad: Connection refused)" in records["big"].reason
+    given_up_at = records["big"].end
+    assert given_up_at is not None
+    # given up 20 s (200 model s) after its first failure, within a cycle and a back-off
+    assert 200.0 <= given_up_at - (broken_at - 1000.0) / 0.1 <= 200.0 + 30.0
+    assert all(records[j.id].state is JobState.COMPLETED and records[j.id].cluster == "good"
+               for j in small)
+    health = driver.manager.health["bad"].summary()
+    assert health["given_up"] is True and driver.manager.health["good"].online
+    assert max(calls) < driver.clock.to_epoch(given_up_at)  # never polled again
+    assert [r.spec.id for r in driver.manager.failed] == ["big"]
+    view = driver.manager.last_view
+    assert view is not None and set(view.clusters) == {"good"}  # its nodes no longer counted
+
+
+def test_a_job_that_fits_only_on_a_given_up_site_is_refused() -> None:
+    from malleable.errors import ExternalError
+
+    fake = FakeTime()
+    big = JobSpec("big", JobKind.RIGID, 8, 8, 8, submit_time=50.0, app="fixed", runtime=10.0)
+    driver, _, bad = _two_sites(fake, [*_jobs(1, gap=1.0, runtime=300.0), big])
+    driver.site_timeout = 10.0
+
+    def down() -> None:
+        raise ExternalError("ssh bad: timed out")
+
+    bad.refresh = down  # type: ignore[method-assign]
+    outcome = driver.run(deadline=100.0)
+    record = driver.manager.records["big"]
+    assert outcome.stopped == "done" and record.state is JobState.FAILED
+    assert not record.cluster and record.end is not None
+    assert "the largest cluster offers 4" in record.reason
+    assert record.end < 200.0  # refused once bad was given up, not kept waiting for it

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from malleable import argtypes
 from malleable.commands.common import add_policy_arguments, policy_from_args, print_summary
 from malleable.errors import ExternalError, InputError
+from malleable.health import SITE_TIMEOUT
 
 if TYPE_CHECKING:  # imported when a run starts: building the CLI parser stays light
     from malleable.service import ManagerRun, RunRequest
@@ -52,6 +53,11 @@ def register(sub: Any) -> None:
                    help="seconds between manager cycles (default 1)")
     r.add_argument("--deadline", type=float, metavar="S",
                    help="stop (state kept) after S real seconds")
+    r.add_argument("--site-timeout", type=float, default=SITE_TIMEOUT, metavar="S",
+                   help="give a site up after S seconds unavailable without a break: no "
+                        "longer polled, its unfinished jobs recorded failed, the other sites "
+                        f"go on; the run ends (exit 3) once every site is given up "
+                        f"(default {SITE_TIMEOUT:g})")
     r.add_argument("--out", type=Path, default=Path("manager-run"), metavar="DIR",
                    help="directory for jobs.csv, summary.json, workload.swf (default manager-run)")
     r.add_argument("--state", type=Path, metavar="FILE",
@@ -76,6 +82,8 @@ def _check_args(args: argparse.Namespace) -> None:
         raise InputError("--jobs must be at least 1")
     if args.deadline is not None and not args.deadline > 0:
         raise InputError("--deadline must be a positive number of seconds")
+    if not args.site_timeout > 0 or not math.isfinite(args.site_timeout):
+        raise InputError("--site-timeout must be a positive number of seconds")
 
 
 def request(args: argparse.Namespace) -> RunRequest:
@@ -160,4 +168,5 @@ def _drive(job: ManagerRun, args: argparse.Namespace) -> str:
             note = f" [red](offline: {', '.join(offline)})[/red]" if offline else ""
             bar.update(task, completed=finished(job), description=title + note)
 
-        return drive(job, args.poll, args.deadline, on_cycle=show)
+        return drive(job, args.poll, args.deadline, on_cycle=show,
+                     site_timeout=args.site_timeout)

@@ -387,11 +387,12 @@ class ServiceDriver(RealtimeDriver):
                 self.service.reload(self)
 
 
-def driver_for(service: SiteService, max_failures: int = 1_000_000) -> ServiceDriver:
-    """The driver of a service (a site that stays down never stops it; a poll slower than
-    the period, up to 10 s, is waited for rather than the site marked unavailable)."""
+def driver_for(service: SiteService, site_timeout: float | None = None) -> ServiceDriver:
+    """The driver of a service (a site that stays down is never given up by default: the
+    service keeps trying; a poll slower than the period, up to 10 s, is waited for rather
+    than the site marked unavailable)."""
     return ServiceDriver(service.manager, service.clock, (), service.config.poll,
-                         max_failures=max_failures, service=service,
+                         site_timeout=site_timeout, service=service,
                          poll_timeout=max(10.0, 2 * service.config.poll))
 
 

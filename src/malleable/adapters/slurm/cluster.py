@@ -26,7 +26,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
@@ -63,6 +63,8 @@ class SiteJournal(Protocol):
 
     def intent_end(self, token: int, state: str, native_id: int | None = None,
                    detail: str = "") -> None: ...
+
+    def node_failure(self, site: str, entry: Mapping[str, object]) -> None: ...
 
 
 @dataclass(slots=True)
@@ -106,7 +108,13 @@ class SlurmCluster:
     _by_slurm: dict[int, str] = field(default_factory=dict)
     _events: EventLog = field(default_factory=EventLog)
     _poll: SharedPoll[Poll] = field(init=False)
-    _stuck_helpers: set[int] = field(default_factory=set)
+    stray_helpers: dict[int, dict[str, object]] = field(default_factory=dict)
+    """Helper allocations of this run found stray (their job ended, or no expansion of
+    this process holds them), by helper id: the parent's Slurm id, the ``scancel`` calls
+    made (at most :data:`HELPER_CANCELS`) and the ``outcome`` (``cancelling``, ``gone``:
+    confirmed out of the queue, ``completing``: a ghost Slurm keeps with no nodes,
+    ``stuck``: still there after every cancel)."""
+    _expanding: set[int] = field(default_factory=set)
     dead_nodes: frozenset[str] = frozenset()
     """The site's nodes down or not answering at the latest poll."""
     node_failures: list[dict[str, object]] = field(default_factory=list)
@@ -364,25 +372,32 @@ class SlurmCluster:
     def _sweep(self, poll: Poll) -> None:
         """Every poll: cancel what this run left in the queue and no longer follows.
 
-        * Helper allocations: an expansion runs its helper's whole life inside
-          :meth:`offer_grow`, so between cycles any helper of this run is a stray (left
-          by a crash in the middle of an expansion, or by a hand-over Slurm failed). One
-          already COMPLETING cannot be cancelled again; it is reported once.
+        * Helper allocations: a helper of this run is a stray when its job no longer
+          runs or no expansion in flight in this process holds it (left by a crash in the
+          middle of an expansion, or by a hand-over Slurm failed). It is cancelled at
+          every poll, :data:`HELPER_CANCELS` times at most, until a poll confirms it left
+          the queue (:attr:`stray_helpers`). One COMPLETING cannot be cancelled (Slurm
+          keeps it with no nodes after a failed hand-over); it is reported once.
         * Extra copies of a workload job: a job of this run that this site does not
           follow, or a second Slurm job for one it follows (a crash between ``sbatch``
           and the journal made the restart submit it again): it would run unseen as
           background load.
         """
+        running = {j.job_id for j in poll.jobs if j.state_raw.split(" ")[0] == "RUNNING"}
+        queued: set[int] = set()
         for job in poll.jobs:
             tag = meta.decode(job.comment)
             if tag is None or tag.run != self.run_id or job.state.finished:
                 continue
             if tag.helper_for is not None:
-                self._stray_helper(job, tag.helper_for)
+                queued.add(job.job_id)
+                if job.job_id not in self._expanding or tag.helper_for not in running:
+                    self._stray_helper(job, tag.helper_for)
             elif tag.job is not None and self._extra_copy(tag.job, job.job_id):
                 logger.warning("%s: cancelling Slurm job %d, an extra copy of %s that this "
                                "run does not follow", self.name, job.job_id, tag.job)
                 self.ctl.cancel(job.job_id)
+        self._helpers_gone(queued)
 
     def _extra_copy(self, job_id: str, slurm_id: int) -> bool:
         mine = self._mine.get(job_id)
@@ -391,14 +406,42 @@ class SlurmCluster:
         return mine.slurm_id is not None and mine.slurm_id != slurm_id
 
     def _stray_helper(self, job: SlurmJob, parent: int) -> None:
-        if not job.completing:
-            logger.warning("%s: cancelling helper allocation %d left from an interrupted "
-                           "expansion of job %d", self.name, job.job_id, parent)
-            self.ctl.cancel(job.job_id)
-        elif job.job_id not in self._stuck_helpers:
-            self._stuck_helpers.add(job.job_id)
-            logger.warning("%s: helper allocation %d (for job %d) is still COMPLETING in "
-                           "Slurm", self.name, job.job_id, parent)
+        """Cancel a stray helper, once per poll and :data:`HELPER_CANCELS` times at most;
+        a helper COMPLETING is a ghost Slurm keeps (no nodes, cannot be cancelled):
+        reported once."""
+        entry = self.stray_helpers.setdefault(job.job_id, {
+            "helper": job.job_id, "parent": parent, "cancels": 0, "outcome": "cancelling"})
+        if job.completing:
+            if entry["outcome"] != "completing":
+                entry["outcome"] = "completing"
+                logger.warning("%s: helper allocation %d (for job %d) is COMPLETING in Slurm "
+                               "with no nodes and cannot be cancelled; a Slurm administrator's "
+                               "`scontrol reconfigure` clears it", self.name, job.job_id,
+                               parent)
+            return
+        cancels = int(str(entry["cancels"]))
+        if cancels >= HELPER_CANCELS:
+            if entry["outcome"] != "stuck":
+                entry["outcome"] = "stuck"
+                logger.error("%s: helper allocation %d (for job %d) is still %s after %d "
+                             "cancels; left alone", self.name, job.job_id, parent,
+                             job.state_raw, cancels)
+            return
+        entry["cancels"], entry["outcome"] = cancels + 1, "cancelling"
+        logger.warning("%s: cancelling stray helper allocation %d (its job %d %s)", self.name,
+                       job.job_id, parent, "no longer runs" if cancels == 0 else "again")
+        result = self.ctl.cancel(job.job_id)
+        if result.rc != 0:
+            logger.warning("%s: scancel %d: %s", self.name, job.job_id,
+                           result.stderr.strip() or f"exit {result.rc}")
+
+    def _helpers_gone(self, queued: set[int]) -> None:
+        """Stray helpers no longer in the queue (or ended): their cancel is confirmed."""
+        for helper, entry in self.stray_helpers.items():
+            if helper not in queued and entry["outcome"] != "gone":
+                entry["outcome"] = "gone"
+                logger.info("%s: stray helper allocation %d has left the queue", self.name,
+                            helper)
 
     # ------------------------------------------------------------ dead nodes
 
@@ -436,6 +479,18 @@ class SlurmCluster:
             logger.warning("%s: %s (Slurm job %d) lost %s: shed, %s", self.name,
                            mine.spec.id, job.job_id, entry["dead"], result.describe())
         self.node_failures.append(entry)
+        if self.journal is not None:
+            self.journal.node_failure(self.name, entry)
+
+    def restore_node_failures(self, entries: Sequence[Mapping[str, object]]) -> None:
+        """Take up the node failures journaled before a restart: reported again in the
+        summary, and each (job, dead node) already dealt with is not shed a second time."""
+        for entry in entries:
+            self.node_failures.append(dict(entry))
+            slurm_id = entry.get("slurm_id")
+            if isinstance(slurm_id, int):
+                self._lost.update((slurm_id, node) for node in
+                                  str(entry.get("dead", "")).split(",") if node)
 
     def _unsaveable(self, mine: _Mine, job: SlurmJob, lost: list[str]) -> str:
         """Why the job cannot shed ``lost`` ("" if it can)."""
@@ -566,6 +621,7 @@ class SlurmCluster:
                                   str(exc))
         finally:
             self.resizer.on_step = None
+            self._expanding.clear()  # the expansion is over: any helper left is a stray
         if shrink:
             faults.reached("shrink.after")
         for step_token in steps:
@@ -584,6 +640,7 @@ class SlurmCluster:
 
     def _expand_step(self, mine: _Mine, step: str, helper: int) -> int | None:
         """Journal a step of an expansion (the helper granted, its hand-over begun)."""
+        self._expanding.add(helper)  # not a stray while its expansion runs
         if step == "helper":
             token = self._intent("helper", mine.spec.id, mine.slurm_id or 0, helper)
             faults.reached("helper.granted")
@@ -595,6 +652,10 @@ class SlurmCluster:
         faults.reached("handover.given" if step == "given" else "handover.after")
         return None
 
+
+HELPER_CANCELS = 3
+"""How many times (once per poll) a stray helper allocation is cancelled before it is left
+alone and reported ``stuck``."""
 
 _NOT_ITS_FAULT = frozenset({"NODE_FAIL", "BOOT_FAIL"})
 """Slurm end states that say nothing about the job itself: it may run again."""

@@ -1,0 +1,103 @@
+"""A helper allocation left behind when its job ends is cancelled by a later poll of the
+Slurm adapter (not only the first), and the adapter confirms it left the queue.
+
+On the ``small`` testbed (``MALLEABLE_TESTBED=NAME`` reuses a running one): a managed job
+runs on ``uva``, the adapter polls a few times, a helper allocation of the job's expansion
+is granted (``salloc --dependency=expand:JOB`` with this run's tag), then the job is
+cancelled behind the adapter's back, as when a job ends while its helper is being merged.
+The next polls must cancel the helper and see it gone; ``squeue`` (read through docker
+exec, not the adapter) must show no helper of the run.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from malleable.adapters.slurm import Payload, SlurmCluster, meta
+from malleable.adapters.slurm.parse import parse_sinfo_json, parse_squeue_json
+from malleable.adapters.slurm.sites import ctl_for
+from malleable.clock import ScaledClock
+from malleable.config import parse_config
+from malleable.model import JobKind, JobSpec
+from malleable.testbed import Testbed
+from tests.fakes.waits import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+SITE = "uva"
+
+
+def _idle(tb: Testbed) -> int:
+    return sum(n.idle for n in parse_sinfo_json(tb.exec(SITE, ["sinfo", "--json"],
+                                                        check=True).stdout))
+
+
+def _queue_of(tb: Testbed, run: str) -> list[tuple[int, str, meta.Tag]]:
+    """(Slurm id, state, tag) of every job of ``run`` still in squeue (docker exec)."""
+    jobs = parse_squeue_json(tb.exec(SITE, ["squeue", "--json"], check=True).stdout)
+    return [(j.job_id, j.state_raw, tag) for j in jobs
+            if (tag := meta.decode(j.comment)) is not None and tag.run == run
+            and not j.state.finished]
+
+
+@pytest.fixture
+def site(small_testbed: Testbed) -> Iterator[SlurmCluster]:
+    """A SlurmCluster on uva with its own run tag; on teardown every job of the run is
+    cancelled and every uva node is waited for idle."""
+    wait_for(lambda: _idle(small_testbed) == 4, 240, "every uva node idle before the test")
+    config = parse_config(_toml(small_testbed)).site(SITE)
+    run = f"it{secrets.token_hex(3)}"
+    cluster = SlurmCluster(SITE, ctl_for(config), ScaledClock(time.time(), 1.0), run,
+                           Payload(time_scale=1.0))
+    yield cluster
+    for job_id, _, _ in _queue_of(small_testbed, run):
+        small_testbed.exec(SITE, ["scancel", str(job_id)])
+    cluster.ctl.runner.close()
+    wait_for(lambda: _idle(small_testbed) == 4, 120, "every uva node idle again")
+
+
+def _toml(tb: Testbed) -> dict[str, object]:
+    import tomllib
+    return tomllib.loads(tb.config_toml())
+
+
+def test_a_helper_left_by_an_ended_job_is_cancelled_at_a_later_poll(
+        small_testbed: Testbed, site: SlurmCluster) -> None:
+    spec = JobSpec("j1", JobKind.MALLEABLE, 1, 4, 2, app="fixed", runtime=600.0)
+    assert site.start(spec, 2) == 2
+    slurm_id = site.slurm_id("j1")
+    assert slurm_id is not None
+
+    def running() -> bool:
+        site.refresh()
+        return "j1" in site.observe().running
+
+    wait_for(running, 90, "the managed job running", interval=1.0)
+    for _ in range(3):  # later polls: nothing stray
+        site.refresh()
+    assert site.stray_helpers == {}
+
+    tag = meta.encode(meta.Tag(site.run_id, helper_for=slurm_id))
+    helper = site.ctl.allocate(1, ["--exclusive", f"--dependency=expand:{slurm_id}",
+                                   "--job-name=m.helper", f"--comment={tag}"], 10)
+    assert helper.granted and helper.job_id is not None, helper.message
+    small_testbed.exec(SITE, ["scancel", str(slurm_id)], check=True)  # its job ends
+
+    def helper_gone() -> bool:
+        site.refresh()
+        entry = site.stray_helpers.get(helper.job_id or 0)
+        return entry is not None and entry["outcome"] == "gone"
+
+    began = time.monotonic()
+    wait_for(helper_gone, 90, "the stray helper cancelled and out of the queue",
+             interval=1.0)
+    entry = site.stray_helpers[helper.job_id]
+    print(f"\nstray helper {helper.job_id}: {entry}, gone {time.monotonic() - began:.1f} s "
+          "after its job was cancelled")
+    assert entry["parent"] == slurm_id and 1 <= int(str(entry["cancels"])) <= 3
+    assert [row for row in _queue_of(small_testbed, site.run_id)
+            if row[2].helper_for is not None] == []
