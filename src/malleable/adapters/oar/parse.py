@@ -65,6 +65,8 @@ class OarJob:
     events: tuple[str, ...] = ()
     types: tuple[str, ...] = ()
     walltime: float | None = None
+    notes: tuple[str, ...] = ()
+    """The events as ``TYPE: description`` (what an ``Error`` job says went wrong)."""
 
     @property
     def state(self) -> JobState:
@@ -153,6 +155,8 @@ def _job(key: str, doc: Any) -> OarJob:
                      if isinstance(e, dict)),
         types=tuple(str(t) for t in doc.get("types") or ()),
         walltime=_walltime(doc),
+        notes=tuple(f"{e.get('type', '')}: {e.get('description', '')}"
+                    for e in doc.get("events") or () if isinstance(e, dict)),
     )
 
 
