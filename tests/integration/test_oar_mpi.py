@@ -11,10 +11,9 @@ when its tests are done, every OAR job deleted after each test.
 from __future__ import annotations
 
 import json
-import logging
 import math
-import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -24,20 +23,12 @@ from malleable.runner.demo import example_source, run_schedule
 from malleable.runner.launch import Launch
 from malleable.runner.oar import OarMpiJob, oar_mpi_job
 from malleable.testbed import Docker, Site, Testbed, Topology
-from tests.fakes.waits import unique_name, wait_for
-
-logger = logging.getLogger(__name__)
+from tests.fakes.waits import own_testbed, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 OAR4 = Topology("oar-mpi", (Site("grid", 4, containers=2, kind="oar"),))
 JACOBI = ("--iterations", "60", "--size", "96", "--delay", "0.15", "--max", "4")
-
-
-def _slow(toml: str) -> str:
-    """The testbed's clusters config with 120 s per command (OAR's perl tools take tens
-    of seconds each on a loaded machine; 30 s overran on the shared 2 cores)."""
-    return re.sub(r"(?m)^(\[clusters\.[^\]]+\])$", r"\1\ncommand_timeout = 120", toml)
 
 
 def _live(tb: Testbed) -> list[int]:
@@ -47,26 +38,14 @@ def _live(tb: Testbed) -> list[int]:
 
 @pytest.fixture(scope="module")
 def oar4(docker_engine: Docker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
-    """The module's one OAR testbed, down when its tests are done (not at the session's
-    end: one OAR testbed at a time on a shared machine)."""
-    tb = Testbed(unique_name("tb-oar3m"), root=tmp_path_factory.mktemp("oar-mpi"),
-                 docker=docker_engine)
-    try:
-        tb.up(OAR4, timeout=600.0)
-        yield tb
-    finally:
-        try:
-            tb.down()
-        except Exception:
-            logger.exception("could not take testbed %s down", tb.name)
+    yield from own_testbed("tb-oar3m", OAR4, tmp_path_factory.mktemp("oar-mpi"), docker_engine)
 
 
 @pytest.fixture
-def grid(oar4: Testbed, tmp_path_factory: pytest.TempPathFactory
-         ) -> Iterator[tuple[Testbed, SiteConfig]]:
+def grid(oar4: Testbed, tmp_path: Path) -> Iterator[tuple[Testbed, SiteConfig]]:
     tb = oar4
-    config = tmp_path_factory.mktemp("oar-mpi-config") / "clusters.toml"
-    config.write_text(_slow(tb.config_toml()))
+    config = tmp_path / "clusters.toml"
+    config.write_text(tb.config_toml())  # 120 s per OAR command
     try:
         yield tb, load_config(config).site("grid")
     finally:
