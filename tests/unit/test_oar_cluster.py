@@ -153,3 +153,39 @@ def test_grow_is_one_array_submission() -> None:
     assert oar.offer_grow("a", 3) == 3
     subs = [c for c in fake.calls if c[:2] == ["oarsub", "-J"]]
     assert subs[-1][2:4] == ["--array", "3"] and len(subs) == 2
+
+
+def test_the_start_waits_for_the_start_time_extensions_to_leave_waiting() -> None:
+    # The contract flake: OAR ran the base job a poll before its extension, and the start
+    # event said 1 for a granted 2 (then a "grow" to 2 the manager never asked for).
+    fake, oar = _site(nodes=4, delay=2)
+    assert oar.start(_malleable("a"), 2) == 2
+    base = oar.native_id("a")
+    seen: list[tuple[str, int]] = []
+    windows = 0
+    for _ in range(6):
+        oar.refresh()
+        view = oar.observe()
+        both = [fake.jobs[j].state for j in sorted(fake.jobs)]  # as the view's poll saw them
+        if "a" in view.running:
+            seen.append(("view", view.running["a"].size))
+        else:
+            assert view.idle == 2, view  # a's nodes, held or not yet, are never idle
+        windows += both == ["Running", "Waiting"]  # the window the flake fell into
+        seen += [("event", e.size) for e in oar.drain_events() if e.job_id == "a"]
+    assert fake.jobs[base or 0].state == "Running"
+    assert ("event", 2) in seen and all(size == 2 for _, size in seen), seen
+    assert [s for s in seen if s[0] == "event"] == [("event", 2)]
+    assert windows >= 1  # the base ran a poll before its extension did
+
+
+def test_start_time_extensions_that_never_leave_waiting_are_deleted_and_not_counted() -> None:
+    fake, oar = _site(nodes=3)
+    oar.grow_wait = oar.grow_wait_per_node = 0.0
+    fake.add_job(2, "someone")  # one node left: the base runs, its extension waits
+    assert oar.start(_malleable("a"), 2) == 2
+    oar.refresh()
+    events = [(e.state, e.size) for e in oar.drain_events() if e.job_id == "a"]
+    assert events == [(JobState.RUNNING, 1)]
+    assert [j.state for j in fake.jobs.values() if j.name.endswith("+")] == ["Error"]
+    assert oar.observe().running["a"].size == 1 and oar.request_shrink("a", 1, True) == 0

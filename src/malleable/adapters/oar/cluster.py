@@ -7,7 +7,11 @@ node above it, named after the base (``m.RUN.JOB+``). The job's size is the node
 base and of its running extensions.
 
 * **Start** at ``size``: the base job (``min_size`` nodes for a malleable job, ``size``
-  for a rigid one) and ``size - base`` extensions, all submitted at once.
+  for a rigid one) and ``size - base`` extensions, all submitted at once. OAR may run the
+  base a poll before its extensions: the start is reported once every start-time
+  extension runs (or ended), with the size they give; until then the job is not in the
+  view's running jobs and its requested nodes are not idle. Extensions still not running
+  ``grow_wait`` (+ per node) after the base started are deleted and not counted.
 * **Grow** by ``k``: ``k`` extensions in one array submission (``oarsub --array k``),
   then wait (``grow_wait`` + ``grow_wait_per_node`` per extension: OAR launches each job
   through its own ssh and ``oarexec``) until OAR runs them; those not running by then are
@@ -69,6 +73,9 @@ class _Mine:
     started: bool = False
     finished: bool = False
     changed: float = 0.0
+    base_running: float | None = None
+    """When (``time.monotonic``) the base job was first seen running before the start
+    was reported (its start-time extensions still waiting)."""
 
 
 @dataclass
@@ -124,8 +131,13 @@ class OarCluster:
     def _view(self, poll: Poll) -> ClusterView:
         usable = {n.address for n in poll.nodes if n.usable}
         busy = {a for j in poll.jobs if j.holds_nodes for a in j.nodes}
-        claimed = sum(m.requested for m in self._mine.values()
-                      if not m.started and not m.finished)
+        held = {j.job_id: len(j.nodes) for j in poll.jobs if j.holds_nodes}
+        # A job whose start is not reported yet claims the requested nodes it does not hold.
+        claimed = 0
+        for m in self._mine.values():
+            if not m.started and not m.finished:
+                holds = sum(held.get(j, 0) for j in (m.base, *m.extensions) if j is not None)
+                claimed += max(0, m.requested - holds)
         by_base = {m.base: m for m in self._mine.values() if m.base is not None}
         extensions = {e for m in self._mine.values() for e in (*m.extensions, *m.released)}
         running: dict[str, RunningJob] = {}
@@ -136,6 +148,8 @@ class OarCluster:
             mine = by_base.get(job.job_id)
             if job.state is JobState.PENDING:
                 pending += mine is None
+            elif mine is not None and not mine.started and not mine.finished:
+                continue  # its start is not reported yet (extensions waiting): claimed
             elif job.holds_nodes and job.state_raw != "Finishing":
                 entry = self._running(job, mine)
                 running[entry.id] = entry
@@ -198,6 +212,8 @@ class OarCluster:
             return
         if base.state_raw != "Running" or not base.nodes:
             return
+        if not mine.started and not self._extensions_settled(mine, by_id):
+            return
         size = self._size(mine, base, by_id)
         if not mine.started:
             start = self._clamp(base.start_time, mine.submitted, now)
@@ -208,6 +224,26 @@ class OarCluster:
                         mine.size)
             self._emit(mine, JobEvent(now, mine.spec.id, JobState.RUNNING, size))
             mine.size = size
+
+    def _extensions_settled(self, mine: _Mine, by_id: dict[int, OarJob]) -> bool:
+        """Whether the start can be reported: every start-time extension runs or ended.
+        Those still waiting ``grow_wait`` (+ per node) after the base started are
+        deleted (as a grow's late extensions are) and the start goes on without them."""
+        waiting = [e for e in mine.extensions if by_id[e].state_raw != "Running"]
+        if not waiting:
+            return True
+        if mine.base_running is None:
+            mine.base_running = time.monotonic()
+        wait = self.grow_wait + self.grow_wait_per_node * len(mine.extensions)
+        if time.monotonic() - mine.base_running < wait:
+            return False
+        logger.warning("%s: %d of %d start-time extensions of %s did not start within "
+                       "%.0f s of its base job", self.name, len(waiting),
+                       len(mine.extensions), mine.spec.id, wait)
+        self.ctl.delete(waiting)
+        mine.released.extend(waiting)
+        mine.extensions = [e for e in mine.extensions if e not in waiting]
+        return True
 
     def _end(self, mine: _Mine, job: OarJob, now: float) -> None:
         if not mine.started and job.start_time is not None and job.nodes:
