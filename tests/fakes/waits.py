@@ -20,8 +20,10 @@ _counter = itertools.count()
 
 
 def unique_name(prefix: str = "it") -> str:
-    """A testbed name no other test run on this machine uses."""
-    return f"{prefix}{os.getpid()}-{next(_counter)}"
+    """A testbed name no other test run on this machine uses; ``MALLEABLE_TESTBED_PREFIX``
+    goes in front (so several people sharing a Docker daemon can tell their testbeds)."""
+    return f"{os.environ.get('MALLEABLE_TESTBED_PREFIX', '')}{prefix}{os.getpid()}-" \
+        f"{next(_counter)}"
 
 
 def own_testbed(prefix: str, topology: Topology, root: Path, docker: Docker,

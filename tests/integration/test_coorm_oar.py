@@ -53,7 +53,7 @@ def _slurm_live(tb: Testbed) -> list[str]:
 
 @pytest.fixture(scope="module")
 def tiny(docker_engine: Docker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
-    yield from own_testbed("tb-oar3c", MIXED_TINY, tmp_path_factory.mktemp("coorm-oar"),
+    yield from own_testbed("coormoar", MIXED_TINY, tmp_path_factory.mktemp("coorm-oar"),
                            docker_engine)
 
 

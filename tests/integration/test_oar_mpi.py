@@ -38,7 +38,7 @@ def _live(tb: Testbed) -> list[int]:
 
 @pytest.fixture(scope="module")
 def oar4(docker_engine: Docker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
-    yield from own_testbed("tb-oar3m", OAR4, tmp_path_factory.mktemp("oar-mpi"), docker_engine)
+    yield from own_testbed("oarmpi", OAR4, tmp_path_factory.mktemp("oar-mpi"), docker_engine)
 
 
 @pytest.fixture
