@@ -6,6 +6,8 @@ jobs at every command, ``oarsub -J`` (refused beyond the platform), ``oardel`` (
 job ends in Error with FRAG_JOB_REQUEST), ``oarnodes -J`` and ``oarstat -J`` in one call,
 ``oarstat -fJ -j ...`` (ended jobs too) and the script written into the shared home.
 ``start_delay`` keeps a job waiting for that many commands (OAR's scheduling latency).
+``finishing`` keeps a deleted running job ``Finishing`` (listed by ``oarstat -J``, its
+nodes held) for that many commands before it ends in Error, as OAR does for a while.
 A job whose ``-O``/``-E`` file lies in a directory nobody made (``mkdir -p``, or a file
 written there) ends in Error at its start with ``OUTPUT_FILES``, as OAR's bipbip does.
 """
@@ -51,6 +53,7 @@ class FakeOar:
     dirs: set[str] = field(default_factory=lambda: {"/home/malleable"})
     calls: list[list[str]] = field(default_factory=list)
     start_delay: int = 0
+    finishing: int = 0
     _next: int = 1
 
     # ------------------------------------------------------------ CommandRunner
@@ -71,7 +74,8 @@ class FakeOar:
     # ------------------------------------------------------------ the site
 
     def free(self) -> list[str]:
-        busy = {n for j in self.jobs.values() if j.state == "Running" for n in j.nodes}
+        busy = {n for j in self.jobs.values() if j.state in ("Running", "Finishing")
+                for n in j.nodes}
         return [n for n in self.node_names if n not in busy]
 
     def add_job(self, nodes: int, name: str = "bg", walltime: int = 7200) -> FakeOarJob:
@@ -92,6 +96,11 @@ class FakeOar:
         return job
 
     def _schedule(self) -> None:
+        for job in self.jobs.values():
+            if job.state == "Finishing":
+                job.wait -= 1
+                if job.wait <= 0:
+                    job.state, job.stop = "Error", self.now
         for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
             if job.state != "Waiting":
                 continue
@@ -157,6 +166,9 @@ class FakeOar:
         if job is None or job.state in _ENDED:
             return
         job.events.append("FRAG_JOB_REQUEST")
+        if job.state == "Running" and self.finishing > 0:
+            job.state, job.wait = "Finishing", self.finishing
+            return
         job.state, job.stop = "Error", self.now
 
     def _mkdir(self, path: str) -> None:

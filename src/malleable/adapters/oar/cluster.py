@@ -21,6 +21,11 @@ base and of its running extensions.
 * **Observe**: one call per cycle (``oarnodes -J`` and ``oarstat -J``). Jobs not of this
   run are background load. A base job gone from oarstat's list is read with
   ``oarstat -fJ -j``; one that OAR does not know ends FAILED, never COMPLETED.
+* **Journal**: the base job's id and every extension added or released go to the
+  journal as they happen; after a restart :meth:`OarCluster.adopt` takes them back from
+  it, so a released extension OAR still lists (``Finishing``) is never taken for a live
+  one. Extensions OAR accepted but nobody learnt the ids of (a submission that timed
+  out) are still found by name at the next poll.
 """
 
 from __future__ import annotations
@@ -54,9 +59,17 @@ def job_name(run: str, job_id: str) -> str:
 
 
 class NativeJournal(Protocol):
-    """Where the adapter records the OAR id of each job's base job (SQLite in real runs)."""
+    """Where the adapter records the OAR ids of each job's base job and extension jobs
+    (SQLite in real runs, :class:`~malleable.store.Store`), read back at a restart."""
 
     def slurm_submitted(self, site: str, job_id: str, slurm_id: int) -> None: ...
+
+    def extensions_added(self, site: str, job_id: str, native_ids: Sequence[int]) -> None: ...
+
+    def extensions_released(self, site: str, job_id: str,
+                            native_ids: Sequence[int]) -> None: ...
+
+    def extensions(self, site: str, job_id: str) -> tuple[list[int], list[int]]: ...
 
 
 @dataclass(slots=True)
@@ -196,6 +209,7 @@ class OarCluster:
                 logger.info("%s: OAR job %d is an extension of %s", self.name, job.job_id,
                             mine.spec.id)
                 mine.extensions.append(job.job_id)
+                self._journal_extensions(mine, added=[job.job_id])
 
     def _size(self, mine: _Mine, base: OarJob, by_id: dict[int, OarJob]) -> int:
         exts = (by_id[e] for e in mine.extensions if e in by_id)
@@ -243,6 +257,7 @@ class OarCluster:
         self.ctl.delete(waiting)
         mine.released.extend(waiting)
         mine.extensions = [e for e in mine.extensions if e not in waiting]
+        self._journal_extensions(mine, released=waiting)
         return True
 
     def _end(self, mine: _Mine, job: OarJob, now: float) -> None:
@@ -322,11 +337,12 @@ class OarCluster:
             logger.warning("%s: oarsub of %s refused: %s", self.name, spec.id, exc)
             return 0
         self._stale()
-        self.adopt(spec, base, requested=size)
+        mine = self._track(spec, base, requested=size)
         if self.journal is not None:
             self.journal.slurm_submitted(self.name, spec.id, base)
         if size > base_size:
-            self._mine[spec.id].extensions = self._extend(spec, base, size - base_size)
+            mine.extensions = self._extend(spec, base, size - base_size)
+            self._journal_extensions(mine, added=mine.extensions)
         logger.info("%s: submitted %s as OAR job %d (%d nodes + %d extensions)", self.name,
                     spec.id, base, base_size, len(self._mine[spec.id].extensions))
         return base_size + len(self._mine[spec.id].extensions)
@@ -342,10 +358,29 @@ class OarCluster:
 
     def adopt(self, spec: JobSpec, native_id: int | None, *, requested: int = 0,
               started: bool = False, size: int = 0, since: float | None = None) -> None:
-        """Take charge of a job (just submitted, or found again after a restart)."""
+        """Take charge again of a job found in the journal after a restart, with the
+        extension jobs the journal lists (live and released)."""
+        mine = self._track(spec, native_id, requested=requested, started=started, size=size,
+                           since=since)
+        if self.journal is not None and native_id is not None:
+            mine.extensions, mine.released = self.journal.extensions(self.name, spec.id)
+
+    def _track(self, spec: JobSpec, native_id: int | None, *, requested: int = 0,
+               started: bool = False, size: int = 0, since: float | None = None) -> _Mine:
         now = self.clock.now() if since is None else since
-        self._mine[spec.id] = _Mine(spec, native_id, requested or size, now, size=size,
-                                    started=started, changed=now)
+        mine = _Mine(spec, native_id, requested or size, now, size=size, started=started,
+                     changed=now)
+        self._mine[spec.id] = mine
+        return mine
+
+    def _journal_extensions(self, mine: _Mine, added: Sequence[int] = (),
+                            released: Sequence[int] = ()) -> None:
+        if self.journal is None:
+            return
+        if added:
+            self.journal.extensions_added(self.name, mine.spec.id, added)
+        if released:
+            self.journal.extensions_released(self.name, mine.spec.id, released)
 
     def native_id(self, job_id: str) -> int | None:
         mine = self._mine.get(job_id)
@@ -360,6 +395,7 @@ class OarCluster:
             return 0
         self._stale()
         new = self._extend(mine.spec, mine.base, accepted)
+        self._journal_extensions(mine, added=new)  # before the wait: a restart may come
         wait = self.grow_wait + self.grow_wait_per_node * len(new)
         running = self._await_running(new, wait)
         late = [e for e in new if e not in running]
@@ -369,6 +405,7 @@ class OarCluster:
             logger.warning("%s: %d of %d extensions of %s did not start within %.0f s",
                            self.name, len(late), len(new), job_id, wait)
         mine.extensions.extend(running)
+        self._journal_extensions(mine, released=late)
         if running:
             mine.size += len(running)
             self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, mine.size))
@@ -396,6 +433,7 @@ class OarCluster:
         gone, mine.extensions = mine.extensions[-released:], mine.extensions[:-released]
         self.ctl.delete(gone)
         mine.released.extend(gone)
+        self._journal_extensions(mine, released=gone)
         mine.size -= released
         self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, mine.size))
         return released
