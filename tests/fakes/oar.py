@@ -112,7 +112,7 @@ class FakeOar:
                 return
             job.state, job.nodes, job.start = "Running", free[:job.want], self.now
             if any(o.rpartition("/")[0] not in self.dirs for o in job.outputs):
-                job.events += ["SWITCH_INTO_ERROR_STATE", "OUTPUT_FILES", "FRAG_JOB_REQUEST"]
+                job.events += ["SWITCH_INTO_ERROR_STATE", "OUTPUT_FILES"]
                 job.state, job.stop = "Error", self.now
 
     # ------------------------------------------------------------ commands

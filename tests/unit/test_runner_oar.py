@@ -136,8 +136,8 @@ def test_a_job_oar_put_in_error_says_why() -> None:
     job = _job(fake)
     job_id = job.submit(2)
     fake.jobs[job_id].state = "Error"
-    fake.jobs[job_id].events += ["OUTPUT_FILES", "FRAG_JOB_REQUEST"]
-    with pytest.raises(ExternalError, match=r"OUTPUT_FILES: .*Cannot create \.stdout"):
+    fake.jobs[job_id].events += ["SWITCH_INTO_ERROR_STATE", "OUTPUT_FILES"]
+    with pytest.raises(ExternalError, match=r"is FAILED .*OUTPUT_FILES: .*Cannot create \.stdout"):
         job.poll_started()
 
 

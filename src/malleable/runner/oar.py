@@ -36,6 +36,7 @@ from malleable.adapters.oar.payload import OarPayload
 from malleable.adapters.shell import CommandRunner, Result
 from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.errors import ExternalError
+from malleable.model import JobState
 from malleable.runner.job import MpiJob
 from malleable.runner.launch import Launch, batch_script
 from malleable.runner.nodes import _WRITE, NodeShell
@@ -164,7 +165,7 @@ class OarMpiJob(MpiJob):
         if base.state_raw == "Running" and not self._base_nodes:
             self._base_nodes = list(dict.fromkeys(base.nodes))
         state = _STATES.get(base.state_raw, "UNKNOWN")
-        if base.state_raw == "Error" and "FRAG_JOB_REQUEST" in base.events:
+        if base.state is JobState.CANCELLED:  # oardel (not an error OAR found first)
             state = "CANCELLED"
         fields = {"JobState": state, "NodeList": ",".join(self.allocation_of(base))}
         if base.state_raw == "Error":
