@@ -46,6 +46,9 @@ CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY, time REAL NOT NULL,
     job_id TEXT NOT NULL, state TEXT NOT NULL, size INTEGER NOT NULL, reason TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS slurm_jobs (site TEXT NOT NULL, job_id TEXT NOT NULL,
     slurm_id INTEGER NOT NULL, PRIMARY KEY (site, job_id));
+CREATE TABLE IF NOT EXISTS extensions (site TEXT NOT NULL, job_id TEXT NOT NULL,
+    native_id INTEGER NOT NULL, released INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (site, native_id));
 CREATE TABLE IF NOT EXISTS resizes (id INTEGER PRIMARY KEY, site TEXT NOT NULL,
     job_id TEXT NOT NULL, slurm_id INTEGER NOT NULL, before INTEGER NOT NULL,
     target INTEGER NOT NULL, after INTEGER, outcome TEXT, reason TEXT, seconds REAL,
@@ -230,6 +233,27 @@ class Store:
     def slurm_submitted(self, site: str, job_id: str, slurm_id: int) -> None:
         self._write("INSERT OR REPLACE INTO slurm_jobs (site, job_id, slurm_id) VALUES (?, ?, ?)",
                     (site, job_id, slurm_id))
+
+    def extensions_added(self, site: str, job_id: str, native_ids: Sequence[int]) -> None:
+        """A job's extension jobs (OAR's emulated growth: one single-node job each)."""
+        self._extensions(site, job_id, native_ids, released=False)
+
+    def extensions_released(self, site: str, job_id: str, native_ids: Sequence[int]) -> None:
+        """Extension jobs the adapter deleted (they may linger in OAR a while)."""
+        self._extensions(site, job_id, native_ids, released=True)
+
+    def _extensions(self, site: str, job_id: str, native_ids: Sequence[int], *,
+                    released: bool) -> None:
+        for native_id in native_ids:
+            self._write("INSERT OR REPLACE INTO extensions (site, job_id, native_id, released) "
+                        "VALUES (?, ?, ?, ?)", (site, job_id, native_id, int(released)))
+
+    def extensions(self, site: str, job_id: str) -> tuple[list[int], list[int]]:
+        """A job's extension jobs on ``site``: (live, released), oldest first."""
+        rows = self._rows("SELECT native_id, released FROM extensions WHERE site = ? AND "
+                          "job_id = ? ORDER BY native_id", (site, job_id))
+        live = [int(n) for n, r in rows if not r]
+        return live, [int(n) for n, r in rows if r]
 
     def resize_begin(self, site: str, job_id: str, slurm_id: int, before: int,
                      target: int) -> int:

@@ -6,6 +6,10 @@ jobs at every command, ``oarsub -J`` (refused beyond the platform), ``oardel`` (
 job ends in Error with FRAG_JOB_REQUEST), ``oarnodes -J`` and ``oarstat -J`` in one call,
 ``oarstat -fJ -j ...`` (ended jobs too) and the script written into the shared home.
 ``start_delay`` keeps a job waiting for that many commands (OAR's scheduling latency).
+``finishing`` keeps a deleted running job ``Finishing`` (listed by ``oarstat -J``, its
+nodes held) for that many commands before it ends in Error, as OAR does for a while.
+A job whose ``-O``/``-E`` file lies in a directory nobody made (``mkdir -p``, or a file
+written there) ends in Error at its start with ``OUTPUT_FILES``, as OAR's bipbip does.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from dataclasses import dataclass, field
 from malleable.adapters.shell import CommandError, Result
 
 _ENDED = ("Terminated", "Error")
+#: What OAR writes with some events (``oarstat -fJ``'s ``description``).
+_EVENT_TEXT = {"OUTPUT_FILES": "[bipbip 1] Cannot create .stdout and .stderr files in "
+                               "/home/malleable on the node grid-n1"}
 
 
 @dataclass
@@ -34,6 +41,7 @@ class FakeOarJob:
     exit_code: int | None = None
     wait: int = 0
     walltime: int = 7200
+    outputs: tuple[str, ...] = ()
 
 
 @dataclass
@@ -42,8 +50,10 @@ class FakeOar:
     now: int = 1_800_000_000
     jobs: dict[int, FakeOarJob] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
+    dirs: set[str] = field(default_factory=lambda: {"/home/malleable"})
     calls: list[list[str]] = field(default_factory=list)
     start_delay: int = 0
+    finishing: int = 0
     _next: int = 1
 
     # ------------------------------------------------------------ CommandRunner
@@ -64,7 +74,8 @@ class FakeOar:
     # ------------------------------------------------------------ the site
 
     def free(self) -> list[str]:
-        busy = {n for j in self.jobs.values() if j.state == "Running" for n in j.nodes}
+        busy = {n for j in self.jobs.values() if j.state in ("Running", "Finishing")
+                for n in j.nodes}
         return [n for n in self.node_names if n not in busy]
 
     def add_job(self, nodes: int, name: str = "bg", walltime: int = 7200) -> FakeOarJob:
@@ -85,6 +96,11 @@ class FakeOar:
         return job
 
     def _schedule(self) -> None:
+        for job in self.jobs.values():
+            if job.state == "Finishing":
+                job.wait -= 1
+                if job.wait <= 0:
+                    job.state, job.stop = "Error", self.now
         for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
             if job.state != "Waiting":
                 continue
@@ -95,6 +111,9 @@ class FakeOar:
             if len(free) < job.want:
                 return
             job.state, job.nodes, job.start = "Running", free[:job.want], self.now
+            if any(o.rpartition("/")[0] not in self.dirs for o in job.outputs):
+                job.events += ["SWITCH_INTO_ERROR_STATE", "OUTPUT_FILES"]
+                job.state, job.stop = "Error", self.now
 
     # ------------------------------------------------------------ commands
 
@@ -104,6 +123,10 @@ class FakeOar:
                 [j for j in self.jobs.values() if j.state not in _ENDED], full=False), "")
         if args[:2] == ["sh", "-c"] and args[3:4] == ["write"]:
             self.files[args[4]] = input or ""
+            self._mkdir(args[4].rpartition("/")[0])
+            return Result(0, "", "")
+        if args[:3] == ["mkdir", "-p", "--"]:
+            self._mkdir(args[3])
             return Result(0, "", "")
         if args[:2] == ["oarsub", "-J"]:
             count = int(args[args.index("--array") + 1]) if "--array" in args else 1
@@ -130,6 +153,8 @@ class FakeOar:
                            "There are not enough resources for your request\n")
                 return Result(8, "".join(out), "")
             job = self._new(name, want, args[-1])
+            job.outputs = tuple(args[args.index(o) + 1].replace("%jobid%", str(job.job_id))
+                                for o in ("-O", "-E") if o in args)
             job.walltime = hms[0] * 3600 + hms[1] * 60 + hms[2]
             out.append(f"[ADMISSION RULE] Modify resource description\nOAR_JOB_ID={job.job_id}\n"
                        f"\n##########\n{{\n   \"job_id\" : {job.job_id}\n}}\n\n##########\n")
@@ -141,7 +166,15 @@ class FakeOar:
         if job is None or job.state in _ENDED:
             return
         job.events.append("FRAG_JOB_REQUEST")
+        if job.state == "Running" and self.finishing > 0:
+            job.state, job.wait = "Finishing", self.finishing
+            return
         job.state, job.stop = "Error", self.now
+
+    def _mkdir(self, path: str) -> None:
+        while path and path not in self.dirs:
+            self.dirs.add(path)
+            path = path.rpartition("/")[0]
 
     def _oarnodes(self) -> str:
         return json.dumps({str(i + 1): {"resource_id": i + 1, "network_address": n,
@@ -157,7 +190,8 @@ class FakeOar:
                    "message": f"R={job.want},W={_hms(job.walltime)},J=B (Karma=0.000,quota_ok)"}
             if full:
                 doc.update(stopTime=job.stop, exit_code=job.exit_code, walltime=job.walltime,
-                           events=[{"type": e} for e in job.events])
+                           events=[{"type": e, "description": _EVENT_TEXT.get(e, "")}
+                                   for e in job.events])
             out[str(job.job_id)] = doc
         return json.dumps(out)
 

@@ -3,21 +3,43 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
-from malleable.testbed import Testbed
+from malleable.testbed import Docker, Testbed, Topology
+
+logger = logging.getLogger(__name__)
 
 TestbedFactory = Callable[..., Testbed]
 _counter = itertools.count()
 
 
 def unique_name(prefix: str = "it") -> str:
-    """A testbed name no other test run on this machine uses."""
-    return f"{prefix}{os.getpid()}-{next(_counter)}"
+    """A testbed name no other test run on this machine uses; ``MALLEABLE_TESTBED_PREFIX``
+    goes in front (so several people sharing a Docker daemon can tell their testbeds)."""
+    return f"{os.environ.get('MALLEABLE_TESTBED_PREFIX', '')}{prefix}{os.getpid()}-" \
+        f"{next(_counter)}"
+
+
+def own_testbed(prefix: str, topology: Topology, root: Path, docker: Docker,
+                timeout: float = 600.0) -> Iterator[Testbed]:
+    """A testbed of its own for a module-scoped fixture (``yield from``): up at the first
+    test that needs it, down after the module's last, even when the bring-up failed (the
+    session factory's testbeds stay up to the session's end: one OAR testbed at a time)."""
+    tb = Testbed(unique_name(prefix), root=root, docker=docker)
+    try:
+        tb.up(topology, timeout=timeout)
+        yield tb
+    finally:
+        try:
+            tb.down()
+        except Exception:  # the test's own outcome matters more than a failed take-down
+            logger.exception("could not take testbed %s down", tb.name)
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str,

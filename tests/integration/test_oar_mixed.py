@@ -4,20 +4,22 @@ A mixed topology (Slurm ``vu`` and OAR ``grid``, 4 nodes each) comes up; its sta
 clusters config report each site's kind; a 12-job KOALA workload (time scale 0.05,
 EGS under PWA) runs over both sites. Checks: every job completes, jobs ran on both
 kinds, the OAR site's jobs grew or shrank through the emulation, and nothing is left in
-either queue. Bounded by the test timeout; the testbed is taken down by the factory.
+either queue. Bounded by the test timeout; the module's testbed is taken down after it
+(not at the session's end: one OAR testbed up at a time).
 """
 
 from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from malleable.cli import main
-from malleable.testbed import Site, Testbed, Topology
-from tests.fakes.waits import TestbedFactory, unique_name, wait_for
+from malleable.testbed import Docker, Site, Testbed, Topology
+from tests.fakes.waits import own_testbed, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1500)]
 
@@ -33,9 +35,14 @@ def _slurm_live(tb: Testbed) -> int:
     return len(tb.exec("vu", ["squeue", "--noheader", "--format=%i"], check=True).stdout.split())
 
 
-def test_one_manager_over_slurm_and_oar(testbed_factory: TestbedFactory, tmp_path: Path,
+@pytest.fixture(scope="module")
+def mixed(docker_engine: Docker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+    yield from own_testbed("oarwt", MIXED, tmp_path_factory.mktemp("oar-mixed"), docker_engine)
+
+
+def test_one_manager_over_slurm_and_oar(mixed: Testbed, tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
-    tb = testbed_factory(MIXED, name=unique_name("oarwt"))
+    tb = mixed
     status = tb.status().to_json()
     assert {name: s["kind"] for name, s in status["sites"].items()} == {"vu": "slurm",
                                                                         "grid": "oar"}

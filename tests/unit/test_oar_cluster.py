@@ -3,11 +3,17 @@ malleability, events, background load, and what is never reported as completed."
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
 from malleable.adapters.oar.cluster import OarCluster, job_name
 from malleable.adapters.oar.ctl import OarCtl
 from malleable.adapters.oar.payload import OarPayload
 from malleable.clock import ScaledClock
 from malleable.model import JobKind, JobSpec, JobState
+from malleable.store import Store
 from tests.fakes.oar import FakeOar
 from tests.fakes.slurm import node_names
 
@@ -15,9 +21,20 @@ from tests.fakes.slurm import node_names
 class Journal:
     def __init__(self) -> None:
         self.ids: dict[str, int] = {}
+        self.parts: dict[int, tuple[str, bool]] = {}  # extension -> (job, released)
 
     def slurm_submitted(self, site: str, job_id: str, slurm_id: int) -> None:
         self.ids[job_id] = slurm_id
+
+    def extensions_added(self, site: str, job_id: str, native_ids: Sequence[int]) -> None:
+        self.parts.update((n, (job_id, False)) for n in native_ids)
+
+    def extensions_released(self, site: str, job_id: str, native_ids: Sequence[int]) -> None:
+        self.parts.update((n, (job_id, True)) for n in native_ids)
+
+    def extensions(self, site: str, job_id: str) -> tuple[list[int], list[int]]:
+        mine = sorted((n, r) for n, (j, r) in self.parts.items() if j == job_id)
+        return [n for n, r in mine if not r], [n for n, r in mine if r]
 
 
 def _site(nodes: int = 6, delay: int = 0) -> tuple[FakeOar, OarCluster]:
@@ -153,3 +170,74 @@ def test_grow_is_one_array_submission() -> None:
     assert oar.offer_grow("a", 3) == 3
     subs = [c for c in fake.calls if c[:2] == ["oarsub", "-J"]]
     assert subs[-1][2:4] == ["--array", "3"] and len(subs) == 2
+
+
+def test_the_start_waits_for_the_start_time_extensions_to_leave_waiting() -> None:
+    # The contract flake: OAR ran the base job a poll before its extension, and the start
+    # event said 1 for a granted 2 (then a "grow" to 2 the manager never asked for).
+    fake, oar = _site(nodes=4, delay=2)
+    assert oar.start(_malleable("a"), 2) == 2
+    base = oar.native_id("a")
+    seen: list[tuple[str, int]] = []
+    windows = 0
+    for _ in range(6):
+        oar.refresh()
+        view = oar.observe()
+        both = [fake.jobs[j].state for j in sorted(fake.jobs)]  # as the view's poll saw them
+        if "a" in view.running:
+            seen.append(("view", view.running["a"].size))
+        else:
+            assert view.idle == 2, view  # a's nodes, held or not yet, are never idle
+        windows += both == ["Running", "Waiting"]  # the window the flake fell into
+        seen += [("event", e.size) for e in oar.drain_events() if e.job_id == "a"]
+    assert fake.jobs[base or 0].state == "Running"
+    assert ("event", 2) in seen and all(size == 2 for _, size in seen), seen
+    assert [s for s in seen if s[0] == "event"] == [("event", 2)]
+    assert windows >= 1  # the base ran a poll before its extension did
+
+
+def test_start_time_extensions_that_never_leave_waiting_are_deleted_and_not_counted() -> None:
+    fake, oar = _site(nodes=3)
+    oar.grow_wait = oar.grow_wait_per_node = 0.0
+    fake.add_job(2, "someone")  # one node left: the base runs, its extension waits
+    assert oar.start(_malleable("a"), 2) == 2
+    oar.refresh()
+    events = [(e.state, e.size) for e in oar.drain_events() if e.job_id == "a"]
+    assert events == [(JobState.RUNNING, 1)]
+    assert [j.state for j in fake.jobs.values() if j.name.endswith("+")] == ["Error"]
+    assert oar.observe().running["a"].size == 1 and oar.request_shrink("a", 1, True) == 0
+
+
+def _restart(fake: FakeOar, journal: object) -> OarCluster:
+    """A new adapter over the same site and journal (a manager restart)."""
+    clock = ScaledClock(float(fake.now), 1.0, wall=lambda: float(fake.now))
+    return OarCluster("grid", OarCtl(fake), clock, "r1", OarPayload(0.01),
+                      sleep=lambda s: None, journal=journal)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("poll_first", [False, True])
+def test_extension_jobs_are_journaled_and_taken_back_after_a_restart(
+        tmp_path: Path, poll_first: bool) -> None:
+    # Before, extensions were found again by name at the first poll: one the adapter had
+    # released but OAR still listed (Finishing) came back as live, and the next shrink
+    # "released" it again while the live one kept its node.
+    store = Store.open(tmp_path / "state.db")
+    fake = FakeOar(node_names(6), finishing=20)
+    first = _restart(fake, store)
+    spec = _malleable("a")
+    assert first.start(spec, 3) == 3  # base 1 + extensions 2 and 3
+    first.drain_events()
+    assert first.request_shrink("a", 1, False) == 1  # oardel 3: Finishing for a while
+    base = first.native_id("a")
+    assert store.extensions("grid", "a") == ([2], [3]) and base == 1
+    assert fake.jobs[3].state == "Finishing"
+
+    second = _restart(fake, store)  # what store.resume hands the adapter
+    second.adopt(spec, base, requested=3, started=True, size=2, since=float(fake.now))
+    if poll_first:
+        second.refresh()  # OAR lists 2 (running) and 3 (Finishing), both named a's
+    assert second.request_shrink("a", 1, True) == 1  # job 2, even before any poll
+    assert fake.jobs[2].state == "Finishing" and store.extensions("grid", "a") == ([], [2, 3])
+    events = [(e.state, e.size) for e in second.drain_events()]
+    assert events == [(JobState.RUNNING, 1)] and second.observe().running["a"].size == 1
+    store.close()

@@ -10,6 +10,7 @@ exceeds the platform.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,20 @@ def test_deleted_running_job_is_cancelled_not_failed() -> None:
     assert job.state_raw == "Error" and "FRAG_JOB_REQUEST" in job.events
     assert job.state is JobState.CANCELLED
     assert job.stop_time is not None and job.start_time is not None
+
+
+def test_a_job_oar_put_in_error_failed_even_if_deleted_afterwards() -> None:
+    # Recorded: -O/-E in a directory that does not exist; bipbip errs the job at launch.
+    text = _read("oarstat-full-output-files.json")
+    (job,) = parse_oarstat(text)
+    assert job.events == ("SWITCH_INTO_ERROR_STATE", "OUTPUT_FILES")
+    assert job.state is JobState.FAILED
+    assert any("OUTPUT_FILES: [bipbip 1] Cannot create .stdout" in n for n in job.notes)
+    doc = json.loads(text)  # then an oardel of the dead job (a cleanup) adds a FRAG
+    doc["1"]["events"].append({"type": "FRAG_JOB_REQUEST", "event_id": 3,
+                               "description": "User malleable requested to frag the job 1"})
+    (deleted,) = parse_oarstat(json.dumps(doc))
+    assert deleted.events[-1] == "FRAG_JOB_REQUEST" and deleted.state is JobState.FAILED
 
 
 def test_terminated_job_completed() -> None:

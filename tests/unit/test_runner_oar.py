@@ -119,3 +119,37 @@ def test_an_oar_job_never_runs_slurm_commands() -> None:
     job = _job(FakeOar(["grid-n1"]))
     with pytest.raises(ExternalError, match="Slurm command"):
         job.ctl.poll()
+
+
+def test_the_run_directory_exists_before_oar_starts_the_job() -> None:
+    # OAR's bipbip errs a job whose -O/-E files it cannot create (the testbed's first
+    # Jacobi run died so: ~/.malleable/run did not exist yet).
+    fake = FakeOar([f"grid-n{k}" for k in range(1, 5)])
+    job = _job(fake)
+    job_id = job.submit(2)
+    assert ["mkdir", "-p", "--", "/home/malleable/.malleable/run"] in fake.calls
+    assert fake.jobs[job_id].state == "Running" and not fake.jobs[job_id].events
+
+
+def test_a_job_oar_put_in_error_says_why() -> None:
+    fake = FakeOar([f"grid-n{k}" for k in range(1, 5)])
+    job = _job(fake)
+    job_id = job.submit(2)
+    fake.jobs[job_id].state = "Error"
+    fake.jobs[job_id].events += ["SWITCH_INTO_ERROR_STATE", "OUTPUT_FILES"]
+    with pytest.raises(ExternalError, match=r"is FAILED .*OUTPUT_FILES: .*Cannot create \.stdout"):
+        job.poll_started()
+
+
+def test_whether_the_job_ended_is_asked_of_oar_not_scontrol() -> None:
+    # MpiJob.ended() asked scontrol, which fails on an OAR site: a base job that ended
+    # without mpirun's exit code was taken as running until every wait timed out.
+    fake = FakeOar([f"grid-n{k}" for k in range(1, 3)])
+    job = _job(fake)
+    base = job.submit(2)
+    assert not job.ended()
+    fake.finish(base, exit_code=1)
+    assert job.ended()
+    assert not any(c[0] == "scontrol" for c in fake.calls), fake.calls
+    with pytest.raises(ExternalError, match="ended without an exit code"):
+        job.wait_finished(5.0)

@@ -88,3 +88,4 @@ def test_clusters_config_of_an_oar_site_is_accepted() -> None:
     import tomllib
     config = parse_config(tomllib.loads(text))
     assert config.site("grid").kind == "oar" and config.site("grid").ssh is not None
+    assert config.site("grid").command_timeout == 120  # OAR's perl tools, on a loaded machine

@@ -36,6 +36,7 @@ from malleable.adapters.oar.payload import OarPayload
 from malleable.adapters.shell import CommandRunner, Result
 from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.errors import ExternalError
+from malleable.model import JobState
 from malleable.runner.job import MpiJob
 from malleable.runner.launch import Launch, batch_script
 from malleable.runner.nodes import _WRITE, NodeShell
@@ -140,6 +141,7 @@ class OarMpiJob(MpiJob):
         """oarsub the program's script on ``size`` nodes; the OAR job id."""
         path = f"{self.script_dir}/{self.name}-{time.time_ns()}.sh"
         self._ctl.write(path, oar_script(self.launch))
+        self._ctl.mkdir(self.launch.workdir)  # OAR errs a job whose -O/-E it cannot create
         logs = f"{self.launch.workdir}/OAR.%jobid%"
         (self.slurm_id,) = self._ctl.submit(
             ["-n", self.name, "-l", f"nodes={size},walltime={self.walltime}",
@@ -163,12 +165,24 @@ class OarMpiJob(MpiJob):
         if base.state_raw == "Running" and not self._base_nodes:
             self._base_nodes = list(dict.fromkeys(base.nodes))
         state = _STATES.get(base.state_raw, "UNKNOWN")
-        if base.state_raw == "Error" and "FRAG_JOB_REQUEST" in base.events:
+        if base.state is JobState.CANCELLED:  # oardel (not an error OAR found first)
             state = "CANCELLED"
         fields = {"JobState": state, "NodeList": ",".join(self.allocation_of(base))}
+        if base.state_raw == "Error":
+            fields["Reason"] = "; ".join(base.notes)
         if base.nodes:
             fields["BatchHost"] = self._batch_node(base)
         return fields
+
+    def _slurm_state(self) -> str | None:
+        """The base job's state word (as :meth:`job_fields`); "" once OAR forgot it; None
+        when ``oarstat`` failed (says nothing: the job is taken as still running). The
+        Slurm runner's asks ``scontrol``, which an OAR site does not answer."""
+        try:
+            return self.job_fields().get("JobState", "")
+        except ExternalError as exc:
+            logger.warning("job %s: oarstat failed (%s)", self.slurm_id, exc)
+            return None
 
     def _batch_node(self, base: OarJob) -> str:
         """A node of the base job (any: the run directory is read where ``nodes`` says)."""

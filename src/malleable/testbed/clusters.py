@@ -16,7 +16,10 @@ One ``[clusters.SITE]`` table per site::
     controller = "vu-ctl"       # hostname inside the testbed
     host_key_alias = "vu-ctl"   # the host key is pinned to this name, not to the port
 
-An OAR site has ``kind = "oar"`` and neither ``slurm_cluster`` nor ``partition``.
+An OAR site has ``kind = "oar"``, neither ``slurm_cluster`` nor ``partition``, and
+``command_timeout = 120`` (:data:`OAR_COMMAND_TIMEOUT`): OAR's client tools are perl
+programs that start a database connection each, and took 10-30 s per call on the shared
+2-core machine under load, past the 30 s default (edit the key to change it).
 
 The manager and the other commands read it with ``--config FILE``.
 """
@@ -27,6 +30,9 @@ import json
 from collections.abc import Iterable
 
 from malleable.testbed.info import SiteEndpoint
+
+#: Seconds per OAR command in a testbed's clusters config (the default, 30, is Slurm's).
+OAR_COMMAND_TIMEOUT = 120
 
 
 def _value(value: str | int) -> str:
@@ -42,6 +48,8 @@ def render_clusters_toml(testbed: str, endpoints: Iterable[SiteEndpoint]) -> str
         names: tuple[tuple[str, str | int], ...] = (("kind", ep.kind),)
         if ep.kind == "slurm":
             names += (("slurm_cluster", ep.slurm_cluster), ("partition", ep.partition))
+        else:
+            names += (("command_timeout", OAR_COMMAND_TIMEOUT),)
         for key, value in (*names, ("nodes", ep.nodes), ("host", ep.host),
                            ("port", ep.port), ("address", ep.address), ("user", ep.user),
                            ("key", ep.key), ("known_hosts", ep.known_hosts),

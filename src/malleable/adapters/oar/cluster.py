@@ -7,7 +7,11 @@ node above it, named after the base (``m.RUN.JOB+``). The job's size is the node
 base and of its running extensions.
 
 * **Start** at ``size``: the base job (``min_size`` nodes for a malleable job, ``size``
-  for a rigid one) and ``size - base`` extensions, all submitted at once.
+  for a rigid one) and ``size - base`` extensions, all submitted at once. OAR may run the
+  base a poll before its extensions: the start is reported once every start-time
+  extension runs (or ended), with the size they give; until then the job is not in the
+  view's running jobs and its requested nodes are not idle. Extensions still not running
+  ``grow_wait`` (+ per node) after the base started are deleted and not counted.
 * **Grow** by ``k``: ``k`` extensions in one array submission (``oarsub --array k``),
   then wait (``grow_wait`` + ``grow_wait_per_node`` per extension: OAR launches each job
   through its own ssh and ``oarexec``) until OAR runs them; those not running by then are
@@ -17,6 +21,11 @@ base and of its running extensions.
 * **Observe**: one call per cycle (``oarnodes -J`` and ``oarstat -J``). Jobs not of this
   run are background load. A base job gone from oarstat's list is read with
   ``oarstat -fJ -j``; one that OAR does not know ends FAILED, never COMPLETED.
+* **Journal**: the base job's id and every extension added or released go to the
+  journal as they happen; after a restart :meth:`OarCluster.adopt` takes them back from
+  it, so a released extension OAR still lists (``Finishing``) is never taken for a live
+  one. Extensions OAR accepted but nobody learnt the ids of (a submission that timed
+  out) are still found by name at the next poll.
 """
 
 from __future__ import annotations
@@ -50,9 +59,17 @@ def job_name(run: str, job_id: str) -> str:
 
 
 class NativeJournal(Protocol):
-    """Where the adapter records the OAR id of each job's base job (SQLite in real runs)."""
+    """Where the adapter records the OAR ids of each job's base job and extension jobs
+    (SQLite in real runs, :class:`~malleable.store.Store`), read back at a restart."""
 
     def slurm_submitted(self, site: str, job_id: str, slurm_id: int) -> None: ...
+
+    def extensions_added(self, site: str, job_id: str, native_ids: Sequence[int]) -> None: ...
+
+    def extensions_released(self, site: str, job_id: str,
+                            native_ids: Sequence[int]) -> None: ...
+
+    def extensions(self, site: str, job_id: str) -> tuple[list[int], list[int]]: ...
 
 
 @dataclass(slots=True)
@@ -69,6 +86,9 @@ class _Mine:
     started: bool = False
     finished: bool = False
     changed: float = 0.0
+    base_running: float | None = None
+    """When (``time.monotonic``) the base job was first seen running before the start
+    was reported (its start-time extensions still waiting)."""
 
 
 @dataclass
@@ -124,8 +144,13 @@ class OarCluster:
     def _view(self, poll: Poll) -> ClusterView:
         usable = {n.address for n in poll.nodes if n.usable}
         busy = {a for j in poll.jobs if j.holds_nodes for a in j.nodes}
-        claimed = sum(m.requested for m in self._mine.values()
-                      if not m.started and not m.finished)
+        held = {j.job_id: len(j.nodes) for j in poll.jobs if j.holds_nodes}
+        # A job whose start is not reported yet claims the requested nodes it does not hold.
+        claimed = 0
+        for m in self._mine.values():
+            if not m.started and not m.finished:
+                holds = sum(held.get(j, 0) for j in (m.base, *m.extensions) if j is not None)
+                claimed += max(0, m.requested - holds)
         by_base = {m.base: m for m in self._mine.values() if m.base is not None}
         extensions = {e for m in self._mine.values() for e in (*m.extensions, *m.released)}
         running: dict[str, RunningJob] = {}
@@ -136,6 +161,8 @@ class OarCluster:
             mine = by_base.get(job.job_id)
             if job.state is JobState.PENDING:
                 pending += mine is None
+            elif mine is not None and not mine.started and not mine.finished:
+                continue  # its start is not reported yet (extensions waiting): claimed
             elif job.holds_nodes and job.state_raw != "Finishing":
                 entry = self._running(job, mine)
                 running[entry.id] = entry
@@ -182,6 +209,7 @@ class OarCluster:
                 logger.info("%s: OAR job %d is an extension of %s", self.name, job.job_id,
                             mine.spec.id)
                 mine.extensions.append(job.job_id)
+                self._journal_extensions(mine, added=[job.job_id])
 
     def _size(self, mine: _Mine, base: OarJob, by_id: dict[int, OarJob]) -> int:
         exts = (by_id[e] for e in mine.extensions if e in by_id)
@@ -198,6 +226,8 @@ class OarCluster:
             return
         if base.state_raw != "Running" or not base.nodes:
             return
+        if not mine.started and not self._extensions_settled(mine, by_id):
+            return
         size = self._size(mine, base, by_id)
         if not mine.started:
             start = self._clamp(base.start_time, mine.submitted, now)
@@ -208,6 +238,27 @@ class OarCluster:
                         mine.size)
             self._emit(mine, JobEvent(now, mine.spec.id, JobState.RUNNING, size))
             mine.size = size
+
+    def _extensions_settled(self, mine: _Mine, by_id: dict[int, OarJob]) -> bool:
+        """Whether the start can be reported: every start-time extension runs or ended.
+        Those still waiting ``grow_wait`` (+ per node) after the base started are
+        deleted (as a grow's late extensions are) and the start goes on without them."""
+        waiting = [e for e in mine.extensions if by_id[e].state_raw != "Running"]
+        if not waiting:
+            return True
+        if mine.base_running is None:
+            mine.base_running = time.monotonic()
+        wait = self.grow_wait + self.grow_wait_per_node * len(mine.extensions)
+        if time.monotonic() - mine.base_running < wait:
+            return False
+        logger.warning("%s: %d of %d start-time extensions of %s did not start within "
+                       "%.0f s of its base job", self.name, len(waiting),
+                       len(mine.extensions), mine.spec.id, wait)
+        self.ctl.delete(waiting)
+        mine.released.extend(waiting)
+        mine.extensions = [e for e in mine.extensions if e not in waiting]
+        self._journal_extensions(mine, released=waiting)
+        return True
 
     def _end(self, mine: _Mine, job: OarJob, now: float) -> None:
         if not mine.started and job.start_time is not None and job.nodes:
@@ -286,11 +337,12 @@ class OarCluster:
             logger.warning("%s: oarsub of %s refused: %s", self.name, spec.id, exc)
             return 0
         self._stale()
-        self.adopt(spec, base, requested=size)
+        mine = self._track(spec, base, requested=size)
         if self.journal is not None:
             self.journal.slurm_submitted(self.name, spec.id, base)
         if size > base_size:
-            self._mine[spec.id].extensions = self._extend(spec, base, size - base_size)
+            mine.extensions = self._extend(spec, base, size - base_size)
+            self._journal_extensions(mine, added=mine.extensions)
         logger.info("%s: submitted %s as OAR job %d (%d nodes + %d extensions)", self.name,
                     spec.id, base, base_size, len(self._mine[spec.id].extensions))
         return base_size + len(self._mine[spec.id].extensions)
@@ -306,10 +358,29 @@ class OarCluster:
 
     def adopt(self, spec: JobSpec, native_id: int | None, *, requested: int = 0,
               started: bool = False, size: int = 0, since: float | None = None) -> None:
-        """Take charge of a job (just submitted, or found again after a restart)."""
+        """Take charge again of a job found in the journal after a restart, with the
+        extension jobs the journal lists (live and released)."""
+        mine = self._track(spec, native_id, requested=requested, started=started, size=size,
+                           since=since)
+        if self.journal is not None and native_id is not None:
+            mine.extensions, mine.released = self.journal.extensions(self.name, spec.id)
+
+    def _track(self, spec: JobSpec, native_id: int | None, *, requested: int = 0,
+               started: bool = False, size: int = 0, since: float | None = None) -> _Mine:
         now = self.clock.now() if since is None else since
-        self._mine[spec.id] = _Mine(spec, native_id, requested or size, now, size=size,
-                                    started=started, changed=now)
+        mine = _Mine(spec, native_id, requested or size, now, size=size, started=started,
+                     changed=now)
+        self._mine[spec.id] = mine
+        return mine
+
+    def _journal_extensions(self, mine: _Mine, added: Sequence[int] = (),
+                            released: Sequence[int] = ()) -> None:
+        if self.journal is None:
+            return
+        if added:
+            self.journal.extensions_added(self.name, mine.spec.id, added)
+        if released:
+            self.journal.extensions_released(self.name, mine.spec.id, released)
 
     def native_id(self, job_id: str) -> int | None:
         mine = self._mine.get(job_id)
@@ -324,6 +395,7 @@ class OarCluster:
             return 0
         self._stale()
         new = self._extend(mine.spec, mine.base, accepted)
+        self._journal_extensions(mine, added=new)  # before the wait: a restart may come
         wait = self.grow_wait + self.grow_wait_per_node * len(new)
         running = self._await_running(new, wait)
         late = [e for e in new if e not in running]
@@ -333,6 +405,7 @@ class OarCluster:
             logger.warning("%s: %d of %d extensions of %s did not start within %.0f s",
                            self.name, len(late), len(new), job_id, wait)
         mine.extensions.extend(running)
+        self._journal_extensions(mine, released=late)
         if running:
             mine.size += len(running)
             self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, mine.size))
@@ -360,6 +433,7 @@ class OarCluster:
         gone, mine.extensions = mine.extensions[-released:], mine.extensions[:-released]
         self.ctl.delete(gone)
         mine.released.extend(gone)
+        self._journal_extensions(mine, released=gone)
         mine.size -= released
         self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, mine.size))
         return released

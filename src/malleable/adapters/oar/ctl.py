@@ -24,6 +24,8 @@ _SEPARATOR = "@@malleable:oarstat@@"
 _POLL = ["sh", "-c", f"oarnodes -J && echo {_SEPARATOR} && oarstat -J"]
 #: Write stdin to a file of the user's (shared) home, creating its directory.
 _WRITE = ["sh", "-c", 'mkdir -p "$(dirname "$1")" && cat > "$1"', "write"]
+#: Make a directory of the user's (shared) home, and its parents.
+_MKDIR = ["mkdir", "-p", "--"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +88,11 @@ class OarCtl:
     def write(self, path: str, text: str) -> None:
         """Write ``text`` to ``path`` on the site (its /home is shared by its nodes)."""
         self._run([*_WRITE, path], input=text)
+
+    def mkdir(self, path: str) -> None:
+        """Make the directory ``path`` (and its parents) on the site: OAR refuses to start
+        a job whose ``-O``/``-E`` files it cannot create (``OUTPUT_FILES`` event)."""
+        self._run([*_MKDIR, path])
 
 
 def _submitted_ids(text: str) -> list[int]:

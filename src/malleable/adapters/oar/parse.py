@@ -4,7 +4,9 @@
 OAR's job states map to the manager's through :data:`STATES`; anything else is
 ``UNKNOWN``, never taken for completed. A job that ended in ``Error`` timed out when
 its events hold a ``WALLTIME`` event (such a job also carries ``FRAG_JOB_REQUEST``),
-was cancelled when they hold a ``FRAG_JOB_REQUEST`` (``oardel``), failed otherwise; a
+was cancelled when its first event is a ``FRAG_JOB_REQUEST`` (``oardel``: an ``oardel`` of
+a job OAR had already put in Error, e.g. for ``OUTPUT_FILES``, leaves it failed), failed
+otherwise; a
 ``Terminated`` job completed when its exit code is 0 and failed otherwise.
 """
 
@@ -65,6 +67,8 @@ class OarJob:
     events: tuple[str, ...] = ()
     types: tuple[str, ...] = ()
     walltime: float | None = None
+    notes: tuple[str, ...] = ()
+    """The events as ``TYPE: description`` (what an ``Error`` job says went wrong)."""
 
     @property
     def state(self) -> JobState:
@@ -74,7 +78,7 @@ class OarJob:
             # A job killed at its walltime also carries FRAG_JOB_REQUEST: test it first.
             if WALLTIME_EVENTS & set(self.events):
                 return JobState.TIMEOUT
-            if CANCEL_EVENT in self.events:
+            if self.events[:1] == (CANCEL_EVENT,):
                 return JobState.CANCELLED
         elif self.state_raw == "Terminated" and self.exit_code not in (None, 0):
             return JobState.FAILED
@@ -131,6 +135,17 @@ def _walltime(doc: dict[str, Any]) -> float | None:
     return float(hours * 3600 + minutes * 60 + seconds) or None
 
 
+def _events(doc: Any) -> list[dict[str, Any]]:
+    """The job's events in the order OAR recorded them (``event_id``)."""
+    found = [e for e in doc.get("events") or () if isinstance(e, dict)]
+    return sorted(found, key=_event_id)
+
+
+def _event_id(event: dict[str, Any]) -> int:
+    value = event.get("event_id")
+    return value if isinstance(value, int) else 0
+
+
 def _job(key: str, doc: Any) -> OarJob:
     if not isinstance(doc, dict):
         raise ParseError(f"oarstat: job {key} is not an object")
@@ -149,10 +164,10 @@ def _job(key: str, doc: Any) -> OarJob:
         start_time=_time(doc.get("startTime")),
         stop_time=_time(doc.get("stopTime")),
         exit_code=exit_code if isinstance(exit_code, int) else None,
-        events=tuple(str(e.get("type", "")) for e in doc.get("events") or ()
-                     if isinstance(e, dict)),
+        events=tuple(str(e.get("type", "")) for e in _events(doc)),
         types=tuple(str(t) for t in doc.get("types") or ()),
         walltime=_walltime(doc),
+        notes=tuple(f"{e.get('type', '')}: {e.get('description', '')}" for e in _events(doc)),
     )
 
 
