@@ -43,12 +43,14 @@ def own_testbed(prefix: str, topology: Topology, root: Path, docker: Docker,
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str,
-             interval: float = 0.5) -> None:
-    """Poll ``predicate`` until it holds, failing the test after ``timeout`` seconds."""
+             interval: float = 0.5, explain: Callable[[], str] | None = None) -> None:
+    """Poll ``predicate`` until it holds, failing the test after ``timeout`` seconds (with
+    what ``explain()`` says then, e.g. the queue and the nodes' states)."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() >= deadline:
-            pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+            said = f"\n{explain()}" if explain is not None else ""
+            pytest.fail(f"timed out after {timeout:g} s waiting for {what}{said}")
         time.sleep(interval)
 
 

@@ -49,9 +49,18 @@ def idle_nodes(tb: Testbed, site: str) -> int:
     return sum(n.idle for n in parse_sinfo_json(out))
 
 
+def site_state(tb: Testbed, site: str) -> str:
+    """The queue and each node's state and reason: said when a wait or an assertion fails."""
+    return tb.exec(site, ["sh", "-c", "squeue -a -o '%i %u %T %D %j %N %r'; "
+                          "sinfo -N -h -o '%N %T %E'"]).stdout
+
+
 @pytest.fixture
 def site(versioned_testbed: Testbed, config_file: Path) -> Iterator[SlurmCluster]:
     """A SlurmCluster on ``vu`` with its own run tag; cancels its jobs and waits on teardown."""
+    # the session's shared testbed: modules before can leave nodes completing or coming back
+    wait_for(lambda: idle_nodes(versioned_testbed, SITE) == 4, 240, "every vu node idle",
+             explain=lambda: site_state(versioned_testbed, SITE))
     config = load_config(config_file).site(SITE)
     cluster = SlurmCluster(SITE, ctl_for(config), ScaledClock(time.time(), 1.0),
                            f"it{secrets.token_hex(3)}", Payload(time_scale=1.0))
@@ -61,7 +70,8 @@ def site(versioned_testbed: Testbed, config_file: Path) -> Iterator[SlurmCluster
         if job_id is not None:
             versioned_testbed.exec(SITE, ["scancel", str(job_id)])
     cluster.ctl.runner.close()
-    wait_for(lambda: idle_nodes(versioned_testbed, SITE) == 4, 60, "every vu node idle again")
+    wait_for(lambda: idle_nodes(versioned_testbed, SITE) == 4, 60, "every vu node idle again",
+             explain=lambda: site_state(versioned_testbed, SITE))
 
 
 @pytest.fixture
@@ -114,7 +124,12 @@ def test_shrink_twice_expand_twice_each_confirmed(site: SlurmCluster,
         if verb == "shrink":
             assert site.request_shrink("s1", amount, mandatory=True) == amount
         else:
-            assert site.offer_grow("s1", amount) == amount
+            # as the manager does, offer only nodes Slurm shows idle: nodes a shrink
+            # released a moment ago can still be completing (a loaded CI machine)
+            wait_for(lambda n=amount: idle_nodes(versioned_testbed, SITE) >= n, 60,
+                     f"{amount} idle vu nodes", explain=lambda: site_state(versioned_testbed,
+                                                                           SITE))
+            assert site.offer_grow("s1", amount) == amount, site_state(versioned_testbed, SITE)
         result = site.resizes[-1]
         assert (result.outcome, result.after) == (Outcome.DONE, size), result.describe()
         state, nodes, node_list = scontrol_job(versioned_testbed, SITE, job_id)
@@ -134,7 +149,7 @@ def test_refused_expansion_is_reported(site: SlurmCluster, versioned_testbed: Te
     _started(site, "r1")
     other = background(2)
     wait_for(lambda: scontrol_job(versioned_testbed, SITE, other)[0] == "RUNNING", 30,
-             "the background job to run")
+             "the background job to run", explain=lambda: site_state(versioned_testbed, SITE))
     site.resizer = Resizer(site.ctl, run_tag=site.run_id, expand_wait=1.0)
     assert site.offer_grow("r1", 1) == 0
     result = site.resizes[-1]
