@@ -3,7 +3,8 @@
 # (docker.io, docker-compose, mmdebstrap) when missing, start dockerd in the background when
 # no engine answers, and build the base and testbed images (reused when up to date).
 # Idempotent: a second run only checks. Cold: about 2-3 minutes for the default Slurm
-# version, 15-20 more for 24.11 and 26.05 under load; warm: a few seconds.
+# version, about 4 more each for 24.11 and 26.05 (measured cold at load 6: 233 s for
+# 24.11, base included; 6-9 minutes each at load 20+); warm: a few seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
