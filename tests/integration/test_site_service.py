@@ -4,7 +4,8 @@ service account ``malleable`` (never root), reaches vu locally and uva over SSH,
 acts on users' jobs as Slurm's operator (issue 13).
 
 Covered: growth of alice's and bob's jobs, a rigid job untouched, a forged tag, status
---json and /metrics, SIGKILL and restart, SIGHUP, SIGTERM; and the application channel:
+--json and /metrics, SIGKILL and restart, a job submitted to two sites (``--site vu,uva``:
+one copy placed, the other cancelled), SIGHUP, SIGTERM; and the application channel:
 alice's Jacobi (``--mpi``) grown 2 -> 4 by the service across a SIGKILL of the service,
 with the checksum of a fixed run, while bob's attempt to take her job's channel is
 refused and logged.
@@ -192,6 +193,23 @@ def test_the_service_grows_users_jobs_and_survives_restarts(
     assert _job(tb, "vu", alice)["NumNodes"] == "2"
     assert _job(tb, "vu", alice)["JobState"] == "RUNNING"
     assert _job(tb, "vu", carol)["NumNodes"] == "1"
+
+    # --site vu,uva: one held copy per cluster (sbatch --clusters) under one id; the
+    # service places one copy (uva has room) and cancels the other
+    shown = _submit(tb, "vu", "carol", "--min", "1", "--max", "1", "--site", "vu,uva", "--",
+                    "sleep", "600")
+    assert re.fullmatch(r"carol:[0-9a-f]{8}", shown), shown
+
+    def copies() -> dict[str, str]:
+        return dict(re.findall(rf"event=adopted job={shown} user=carol site=(\w+) "
+                               r"slurm_id=(\d+)", serve.text()))
+
+    wait_for(lambda: len(copies()) == 2, 60, "both copies adopted")
+    wait_for(lambda: f"event=placed site=uva job={shown} " in serve.text()
+             and "event=copy_cancelled site=vu slurm_id=" + copies()["vu"] in serve.text(),
+             120, "the uva copy placed and the vu one cancelled")
+    assert _job(tb, "uva", copies()["uva"])["JobState"] == "RUNNING"
+    assert _job(tb, "vu", copies()["vu"]).get("JobState", "CANCELLED") == "CANCELLED"
 
     # SIGHUP reloads (a new poll period); SIGTERM ends with 0
     serve.write_config(SERVICE.format(dir=HOME, poll=2.0))
