@@ -12,16 +12,29 @@
 * **soak** (``--soak S`` seconds, default 0): jobs submitted, grown and ended
   continuously; the process RSS (``/proc/self/statm``) at the start and the end.
 
-The figures of the real testbed (decision-to-confirmed expand and shrink latencies)
-are those of ``benchmarks/bench_slurm.py``: the service resizes through the same
-adapter and resize protocol.
+On a running ``small`` testbed (``--testbed NAME``, instead of the fake):
+
+* **testbed soak** (``--soak S``): ``manager serve`` in the vu controller as
+  ``malleable`` (the integration test's set-up), alice and bob submitting continuously
+  with ``malleable submit`` on both sites (short ``sleep`` jobs, min 1, max 3: the
+  service grows them into freed nodes and shrinks them to place new ones); the
+  service's RSS (``ps -o rss``) every ``--every`` seconds, and its growth;
+* **latencies**: from the service's journal (its ``resizes`` table, written by the
+  adapter: the time from the decision's first Slurm command to the size read back),
+  decision-to-confirmed expand and shrink p50/p95/max.
+
+    python3 benchmarks/bench_serve.py --testbed tb-x --soak 1800 [--every 120]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import math
 import os
+import random
+import re
 import sys
 import tempfile
 import time
@@ -116,13 +129,105 @@ def soak(service: SiteService, fakes: dict[str, TimedFake], pool: ThreadPoolExec
     return start_rss or rss_mb(), rss_mb(), cycles
 
 
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def testbed_soak(name: str, seconds: float, every: float, seed: int) -> int:
+    """The soak and the latencies on testbed ``name`` (see the module's text)."""
+    from tests.integration.test_site_service import HOME, Serve
+
+    from malleable.testbed import Testbed
+
+    tb = Testbed(name)
+    rng = random.Random(seed)
+    serve = Serve(tb, poll=3.0)
+    if serve.pid():
+        raise SystemExit(f"a service already runs in {name}'s vu controller")
+    serve.sh(f"rm -f {HOME}/state.sqlite* {serve.log}")
+    serve.start()
+    submitted = 0
+
+    def rss_kb() -> int:
+        pid = serve.pid()
+        return int(serve.sh(f"ps -o rss= -p {pid}").strip()) if pid else 0
+
+    def py(code: str) -> str:
+        return tb.exec("vu", ["python3", "-c", code], user="malleable", timeout=60,
+                       check=True).stdout
+
+    def queued(site: str) -> int:
+        out = tb.exec(site, ["squeue", "-h", "-u", "alice,bob", "-o", "%i"], timeout=30).stdout
+        return len(out.split())
+
+    try:
+        began = time.monotonic()
+        time.sleep(10)  # the service's start and first cycles
+        samples = [(0.0, rss_kb())]
+        print(f"t=0 s rss={samples[0][1] / 1024:.1f} MB", flush=True)
+        next_sample = began + every
+        while time.monotonic() - began < seconds:
+            for site in ("vu", "uva"):
+                if queued(site) < 4:
+                    user = rng.choice(("alice", "bob"))
+                    tb.exec(site, ["malleable", "submit", "--min", "1", "--max", "3", "--",
+                                   "sleep", str(rng.randint(20, 70))], user=user, timeout=60,
+                            check=True)
+                    submitted += 1
+            if time.monotonic() >= next_sample:
+                samples.append((time.monotonic() - began, rss_kb()))
+                print(f"t={samples[-1][0]:.0f} s rss={samples[-1][1] / 1024:.1f} MB "
+                      f"submitted={submitted}", flush=True)
+                next_sample += every
+            time.sleep(5)
+        samples.append((time.monotonic() - began, rss_kb()))
+        start, end = samples[0][1], samples[-1][1]
+        peak = max(kb for _, kb in samples)
+        print(f"testbed soak {seconds:.0f} s, {submitted} jobs submitted: RSS "
+              f"{start / 1024:.1f} MB at the start, {end / 1024:.1f} MB at the end "
+              f"({100 * (end - start) / start:+.1f}%), peak {peak / 1024:.1f} MB", flush=True)
+        rows = json.loads(py(
+            "import json, sqlite3; print(json.dumps(sqlite3.connect("
+            f"'{HOME}/state.sqlite').execute('SELECT before, target, after, outcome, seconds "
+            "FROM resizes WHERE outcome IS NOT NULL').fetchall()))"))
+        for kind, sign in (("expand", 1), ("shrink", -1)):
+            done = [float(s) for b, t, a, o, s in rows if (t - b) * sign > 0 and o == "done"]
+            other = sum(1 for b, t, a, o, s in rows if (t - b) * sign > 0 and o != "done")
+            if done:
+                print(f"{kind}: {len(done)} done ({other} partial/refused), decision to "
+                      f"confirmed p50 {_quantile(done, 0.5):.2f} s, p95 "
+                      f"{_quantile(done, 0.95):.2f} s, max {max(done):.2f} s", flush=True)
+            else:
+                print(f"{kind}: none done ({other} partial/refused)", flush=True)
+        port = re.findall(r"event=metrics address=127.0.0.1:(\d+)", serve.text())[-1]
+        cycles = re.findall(r"malleable_cycle_seconds_count ([0-9.e+]+)", py(
+            "import urllib.request; print(urllib.request.urlopen("
+            f"'http://127.0.0.1:{port}/metrics').read().decode())"))
+        print(f"service cycles: {cycles[-1] if cycles else '?'}; log errors: "
+              f"{serve.text().count(' ERROR ')}", flush=True)
+    finally:
+        if serve.pid():
+            serve.stop("TERM")
+        for site in ("vu", "uva"):
+            tb.exec(site, ["scancel", "-u", "alice,bob"], timeout=30)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=1000)
     ap.add_argument("--sites", type=int, default=5)
     ap.add_argument("--cycles", type=int, default=10)
     ap.add_argument("--soak", type=float, default=0.0, metavar="S")
+    ap.add_argument("--testbed", metavar="NAME", help="soak and latencies on this running "
+                    "small testbed instead of the fake Slurm")
+    ap.add_argument("--every", type=float, default=120.0, metavar="S",
+                    help="RSS sample period of the testbed soak")
+    ap.add_argument("--seed", type=int, default=13)
     args = ap.parse_args()
+    if args.testbed:
+        return testbed_soak(args.testbed, args.soak or 300.0, args.every, args.seed)
     logging.disable(logging.WARNING)
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(8) as pool:
         small, small_fakes = build(Path(tmp) / "small", args.sites, args.jobs // 10)

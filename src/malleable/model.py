@@ -8,13 +8,102 @@ yields :class:`Action` objects; nothing in this module does I/O.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
+from types import MappingProxyType, MemberDescriptorType
+from typing import Any, TypeVar
 
 _EMPTY: Mapping[str, float] = MappingProxyType({})
+
+# ----------------------------------------------------------------------------- quick_init
+#
+# A faster ``__init__`` for the frozen, slotted dataclasses built on every cycle.
+#
+# A frozen dataclass's generated ``__init__`` sets each field through
+# ``object.__setattr__(self, name, value)``: a global lookup, an attribute lookup and a
+# generic call, for every field. The simulator builds several such values per job
+# (views of clusters and running jobs, events, operations, actions), and at 1.3-1.5 µs
+# for a 9-field view that was about a sixth of a simulated job's cost.
+#
+# :func:`quick_init` replaces that ``__init__`` with one of the same signature (the same
+# parameters, defaults, default factories and keyword-only parameters) and the same
+# effect (fields that are not ``init`` get their default, ``__post_init__`` runs) that
+# stores each field through its slot's own descriptor, about twice as fast. The class
+# stays frozen: assigning a field afterwards still raises ``FrozenInstanceError``.
+# Equality, hashing, ``repr`` and pickling are the dataclass's own, untouched.
+#
+# A class it cannot handle (not a slotted dataclass, or with ``InitVar`` fields) is
+# refused at import time with ``TypeError``, so it never silently changes meaning.
+
+_T = TypeVar("_T")
+
+
+class _Missing:
+    """The default of a parameter whose field has a default factory."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_FACTORY = _Missing()
+
+
+def quick_init(cls: type[_T]) -> type[_T]:
+    """Give the frozen, slotted dataclass ``cls`` a faster ``__init__`` (see the module)."""
+    if not dataclasses.is_dataclass(cls) or "__slots__" not in cls.__dict__:
+        raise TypeError(f"quick_init needs a slotted dataclass, not {cls.__name__}")
+    klass: Any = cls  # the dataclass attributes, unknown to the type checker
+    if klass.__dataclass_params__.init is False:
+        raise TypeError(f"quick_init: {cls.__name__} has no generated __init__ to replace")
+    names: dict[str, Any] = {"_FACTORY": _FACTORY}
+    positional: list[str] = []
+    keyword: list[str] = []
+    body: list[str] = []
+    for f in klass.__dataclass_fields__.values():  # InitVars too, unlike fields()
+        if repr(getattr(f, "_field_type", None)) == "_FIELD_INITVAR":
+            raise TypeError(f"quick_init: {cls.__name__}.{f.name} is an InitVar")
+    for f in dataclasses.fields(cls):
+        slot = getattr(cls, f.name, None)
+        if not isinstance(slot, MemberDescriptorType):
+            raise TypeError(f"quick_init: {cls.__name__}.{f.name} is not a slot")
+        names[f"_set_{f.name}"] = slot.__set__
+        has_factory = f.default_factory is not dataclasses.MISSING
+        if has_factory:
+            names[f"_factory_{f.name}"] = f.default_factory
+        if f.default is not dataclasses.MISSING:
+            names[f"_default_{f.name}"] = f.default
+        if not f.init:
+            value = (f"_factory_{f.name}()" if has_factory else f"_default_{f.name}"
+                     if f.default is not dataclasses.MISSING else None)
+            if value is not None:  # a field with neither is left unset, as dataclasses do
+                body.append(f"    _set_{f.name}(self, {value})")
+            continue
+        if has_factory:
+            param = f"{f.name}=_FACTORY"
+            body.append(f"    _set_{f.name}(self, _factory_{f.name}() "
+                        f"if {f.name} is _FACTORY else {f.name})")
+        else:
+            param = (f"{f.name}=_default_{f.name}" if f.default is not dataclasses.MISSING
+                     else f.name)
+            body.append(f"    _set_{f.name}(self, {f.name})")
+        (keyword if f.kw_only else positional).append(param)
+    if hasattr(cls, "__post_init__"):
+        body.append("    self.__post_init__()")
+    params = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
+    source = f"def __init__({params}):\n" + ("\n".join(body) or "    pass") + "\n"
+    exec(source, names)  # generated from the fields only, as dataclasses does
+    init = names["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    init.__doc__ = klass.__init__.__doc__
+    klass.__init__ = init
+    return cls
+
 
 
 class JobKind(enum.Enum):
@@ -49,6 +138,7 @@ class SizeRule(enum.Enum):
         return limit
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class JobSpec:
     """A job as submitted: what it needs, not what it got.
@@ -151,6 +241,7 @@ class JobState(enum.Enum):
 _FINISHED = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.TIMEOUT})
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RunningJob:
     """A job holding nodes on a cluster.
@@ -188,6 +279,7 @@ class RunningJob:
         return self.managed and self.spec.malleable and self.size > self.spec.min_size
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ClusterView:
     """What one cluster looks like at the time of the view.
@@ -238,6 +330,7 @@ class ClusterView:
         return list(self._malleable)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class WaitingJob:
     """A job in the manager's placement queue, with its failed placement tries."""
@@ -250,6 +343,7 @@ class WaitingJob:
         return self.spec.id
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class View:
     """Everything a policy may look at: the clusters and the placement queue.
@@ -273,11 +367,13 @@ class View:
 # ----------------------------------------------------------------------------- actions
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Action:
     """Base of every decision a policy yields."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Place(Action):
     """Start a waiting job on ``cluster`` with ``size`` nodes."""
@@ -287,6 +383,7 @@ class Place(Action):
     size: int
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Grow(Action):
     """Offer ``offer`` more nodes to a running malleable job (an answer follows)."""
@@ -295,6 +392,7 @@ class Grow(Action):
     offer: int
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Shrink(Action):
     """Ask a running malleable job to give back ``amount`` nodes.
@@ -308,6 +406,7 @@ class Shrink(Action):
     mandatory: bool = False
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Cancel(Action):
     """End a job (waiting or running)."""
@@ -316,6 +415,7 @@ class Cancel(Action):
     reason: str = ""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Defer(Action):
     """The policy tried to place a waiting job and could not: count a try."""
@@ -323,6 +423,7 @@ class Defer(Action):
     job_id: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Reject(Action):
     """A waiting job can never be placed (it asks for more than any cluster has)."""
@@ -331,6 +432,7 @@ class Reject(Action):
     reason: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Cluster:
     """A cluster's static description (the DAS-3 sites, a testbed site...)."""
@@ -357,6 +459,7 @@ DAS3: tuple[Cluster, ...] = (
 )
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Operation:
     """One malleability operation the manager performed (journal, records, activity plot)."""

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from malleable.model import ClusterView, JobSpec, JobState
+from malleable.model import ClusterView, JobSpec, JobState, quick_init
 
 
 class Capability(enum.Enum):
@@ -29,6 +29,7 @@ class Capability(enum.Enum):
     """Report per-job feedback from the application (parallelism, efficiency)."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class JobEvent:
     """Something that happened to a managed job, at ``time`` (seconds, manager clock).

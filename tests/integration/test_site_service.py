@@ -4,7 +4,8 @@ service account ``malleable`` (never root), reaches vu locally and uva over SSH,
 acts on users' jobs as Slurm's operator (issue 13).
 
 Covered: growth of alice's and bob's jobs, a rigid job untouched, a forged tag, status
---json and /metrics, SIGKILL and restart, SIGHUP, SIGTERM; and the application channel:
+--json and /metrics, SIGKILL and restart, a job submitted to two sites (``--site vu,uva``:
+one copy placed, the other cancelled), SIGHUP, SIGTERM; and the application channel:
 alice's Jacobi (``--mpi``) grown 2 -> 4 by the service across a SIGKILL of the service,
 with the checksum of a fixed run, while bob's attempt to take her job's channel is
 refused and logged.
@@ -192,6 +193,27 @@ def test_the_service_grows_users_jobs_and_survives_restarts(
     assert _job(tb, "vu", alice)["NumNodes"] == "2"
     assert _job(tb, "vu", alice)["JobState"] == "RUNNING"
     assert _job(tb, "vu", carol)["NumNodes"] == "1"
+
+    # --site vu,uva: one held copy per cluster (sbatch --clusters) under one id; the
+    # service places one copy (uva has room) and cancels the other
+    shown = _submit(tb, "vu", "carol", "--min", "1", "--max", "1", "--site", "vu,uva", "--",
+                    "sleep", "600")
+    assert re.fullmatch(r"carol:[0-9a-f]{8}", shown), shown
+
+    wait_for(lambda: re.search(rf"event=adopted job={shown} user=carol", serve.text()), 60,
+             "the job adopted")
+    wait_for(lambda: re.search(rf"event=placed site=uva job={shown} slurm_id=(\d+)",
+                               serve.text())
+             and re.search(rf"event=copy_cancel job={shown} site=vu slurm_id=(\d+) "
+                           "placed_on=uva", serve.text())
+             and "event=copy_cancelled site=vu" in serve.text(),
+             120, "the uva copy placed and the vu one cancelled")
+    placed = re.findall(rf"event=placed site=uva job={shown} slurm_id=(\d+)", serve.text())
+    cancelled = re.findall(rf"event=copy_cancel job={shown} site=vu slurm_id=(\d+)",
+                           serve.text())
+    assert _job(tb, "uva", placed[-1])["JobState"] == "RUNNING"
+    assert _job(tb, "vu", cancelled[-1]).get("JobState", "CANCELLED") == "CANCELLED"
+    assert serve.text().count(f"event=placed site=vu job={shown} ") == 0  # one copy only
 
     # SIGHUP reloads (a new poll period); SIGTERM ends with 0
     serve.write_config(SERVICE.format(dir=HOME, poll=2.0))

@@ -33,3 +33,22 @@ def test_the_collector_is_restored_when_a_run_fails() -> None:
     except RuntimeError:
         pass
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def test_simulate_reads_its_workload_with_the_collector_eased(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    import malleable.workloads.load as load
+    from malleable.cli import main
+
+    real = load.load_workload
+    seen: list[tuple[int, int]] = []
+
+    def spy(name: str, seed: int):  # type: ignore[no-untyped-def]
+        seen.append((gc.get_threshold()[0], gc.get_freeze_count()))
+        return real(name, seed)
+
+    monkeypatch.setattr(load, "load_workload", spy)
+    before = gc.get_threshold()
+    assert main(["simulate", "--workload", "wm", "--json"]) == 0
+    assert '"jobs": 300' in capsys.readouterr().out
+    assert seen and seen[0][0] >= 10_000 and seen[0][1] > 0
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0

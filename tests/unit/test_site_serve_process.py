@@ -33,7 +33,9 @@ command_timeout = 5
 
 
 def _start(tmp_path: Path, log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}
+    # the caller's PYTHONPATH after src (e.g. an older prometheus_client to check the pin)
+    path = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "PATH": "/usr/bin:/bin"}
     return subprocess.Popen(
         [sys.executable, "-m", "malleable", "manager", "serve", "--config",
          str(tmp_path / "manager.toml"), "--allow-root"],
