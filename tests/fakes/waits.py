@@ -54,6 +54,19 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str,
         time.sleep(interval)
 
 
+def site_state(tb: Testbed, site: str) -> str:
+    """A Slurm site's queue and each node's state and reason: said when a wait fails."""
+    return f"{site}:\n" + tb.exec(site, ["sh", "-c", "squeue -a -o '%i %u %T %D %j %N %r'; "
+                                       "sinfo -N -h -o '%N %T %E'"], timeout=30).stdout
+
+
+def site_quiet(tb: Testbed, site: str) -> bool:
+    """Is the Slurm site's queue empty and every node idle? (The integration tests share
+    one testbed: the tests before may leave jobs ending or nodes returning.)"""
+    out = tb.exec(site, ["sh", "-c", "squeue -h -o %i; sinfo -h -o %t"], timeout=30).stdout
+    return out.split() == ["idle"]
+
+
 def slurm_matrix() -> tuple[str, ...]:
     """The Slurm versions the version matrix runs (resize and contract tests on each).
 

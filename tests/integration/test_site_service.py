@@ -24,7 +24,7 @@ from typing import Any, cast
 import pytest
 
 from malleable.testbed import Testbed
-from tests.fakes.waits import wait_for
+from tests.fakes.waits import site_quiet, site_state, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -142,21 +142,10 @@ def serve(small_testbed: Testbed) -> Iterator[Serve]:
     _wait_quiet(small_testbed)
 
 
-def _site_state(tb: Testbed, site: str) -> str:
-    """The queue and each node's state and reason (said when a wait fails)."""
-    return f"{site}:\n" + tb.exec(site, ["sh", "-c", "squeue -a -o '%i %u %T %D %j %N %r'; "
-                                       "sinfo -N -h -o '%N %T %E'"], timeout=30).stdout
-
-
-def _quiet(tb: Testbed, site: str) -> bool:
-    out = tb.exec(site, ["sh", "-c", "squeue -h -o %i; sinfo -h -o %t"], timeout=30).stdout
-    return out.split() == ["idle"]
-
-
 def _wait_quiet(tb: Testbed) -> None:
     for site in ("vu", "uva"):
-        wait_for(lambda s=site: _quiet(tb, s), 240, f"{site} idle with an empty queue",
-                 interval=2.0, explain=lambda s=site: _site_state(tb, s))
+        wait_for(lambda s=site: site_quiet(tb, s), 240, f"{site} idle with an empty queue",
+                 interval=2.0, explain=lambda s=site: site_state(tb, s))
 
 
 def test_the_service_grows_users_jobs_and_survives_restarts(
@@ -284,7 +273,7 @@ def test_alices_jacobi_is_grown_through_the_channel_and_bob_cannot_answer(
 
     wait_for(lambda: re.search(r"event=mpi_resized site=vu job=alice:\w+ processes=2->4 "
                                r"nodes=2->4 outcome=done", serve.text()) is not None, 400,
-             "the grow 2 -> 4 through the channel", explain=lambda: _site_state(tb, "vu"))
+             "the grow 2 -> 4 through the channel", explain=lambda: site_state(tb, "vu"))
     assert _job(tb, "vu", grown)["NumNodes"] == "4"
     wait_for(lambda: _result(tb, "vu", grown) is not None, 400, "the grown run's result")
     wait_for(lambda: _result(tb, "uva", fixed) is not None, 200, "the fixed run's result")

@@ -23,7 +23,7 @@ from malleable.clock import ScaledClock
 from malleable.config import load_config
 from malleable.model import JobKind, JobSpec, JobState
 from malleable.testbed import Testbed
-from tests.fakes.waits import wait_for
+from tests.fakes.waits import site_state, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -47,12 +47,6 @@ def scontrol_job(tb: Testbed, site: str, job_id: int) -> tuple[str, int, str]:
 def idle_nodes(tb: Testbed, site: str) -> int:
     out = tb.exec(site, ["sinfo", "--json"], check=True).stdout
     return sum(n.idle for n in parse_sinfo_json(out))
-
-
-def site_state(tb: Testbed, site: str) -> str:
-    """The queue and each node's state and reason: said when a wait or an assertion fails."""
-    return tb.exec(site, ["sh", "-c", "squeue -a -o '%i %u %T %D %j %N %r'; "
-                          "sinfo -N -h -o '%N %T %E'"]).stdout
 
 
 @pytest.fixture
@@ -127,8 +121,7 @@ def test_shrink_twice_expand_twice_each_confirmed(site: SlurmCluster,
             # as the manager does, offer only nodes Slurm shows idle: nodes a shrink
             # released a moment ago can still be completing (a loaded CI machine)
             wait_for(lambda n=amount: idle_nodes(versioned_testbed, SITE) >= n, 60,
-                     f"{amount} idle vu nodes", explain=lambda: site_state(versioned_testbed,
-                                                                           SITE))
+                     f"{amount} idle vu nodes", explain=lambda: site_state(versioned_testbed, SITE))
             assert site.offer_grow("s1", amount) == amount, site_state(versioned_testbed, SITE)
         result = site.resizes[-1]
         assert (result.outcome, result.after) == (Outcome.DONE, size), result.describe()

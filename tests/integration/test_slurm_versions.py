@@ -18,7 +18,7 @@ import pytest
 from malleable.adapters.slurm.parse import parse_salloc, parse_scontrol_jobs
 from malleable.testbed import Testbed
 from tests.fakes.slurm_versions import check_outputs
-from tests.fakes.waits import wait_for
+from tests.fakes.waits import site_quiet, site_state, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -38,12 +38,6 @@ def _nodes(tb: Testbed, job: int) -> tuple[str, int]:
     return found[0].state_raw, found[0].nodes
 
 
-def _idle(tb: Testbed) -> bool:
-    queue = _as(tb, "root", ["squeue", "--noheader", "--format=%i"]).strip()
-    states = _as(tb, "root", ["sinfo", "--noheader", "--format=%t"]).split()
-    return not queue and bool(states) and all(state == "idle" for state in states)
-
-
 def _accounted(tb: Testbed, ids: str) -> bool:
     """Has slurmdbd caught up with what squeue shows? (Raw text: the parsers are what the
     test checks.) Each job by name, with the state of its last record."""
@@ -59,7 +53,8 @@ def run_scenario(tb: Testbed) -> dict[str, str]:
     """Submit, shrink, expand; return what the adapter's commands print (by file name)."""
     # The default version's testbed is the session's shared one: the tests before may have
     # left jobs ending or nodes coming back (a killed container); the scenario needs uva idle.
-    wait_for(lambda: _idle(tb), 240, f"every node of {SITE} idle and its queue empty")
+    wait_for(lambda: site_quiet(tb, SITE), 240, f"every node of {SITE} idle and its queue empty",
+             explain=lambda: site_state(tb, SITE))
     out = {"version.txt": _as(tb, "root", ["sinfo", "--version"]),
            "sinfo_idle.json": _as(tb, "root", ["sinfo", "--json"])}
     grow = int(_as(tb, "malleable", ["sbatch", "--parsable", "-N3", "--exclusive",
