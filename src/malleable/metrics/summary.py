@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,9 +72,20 @@ def write_records(path: Path, records: Iterable[JobRecord],
             writer.writerow({k: csv_cell(v) for k, v in row.items()})
 
 
-def _mean(values: Sequence[float]) -> float:
-    finite = [v for v in values if not math.isnan(v)]
-    return sum(finite) / len(finite) if finite else math.nan
+def _mean(values: Iterable[float]) -> float:
+    """The mean of the values that are not NaN (NaN when none is), read once: a million
+    jobs' figures are never held in a list at once. ``sum`` adds them in the same order as
+    over a list, so the result is the same to the last bit."""
+    count = [0]
+
+    def finite() -> Iterator[float]:
+        for v in values:
+            if not math.isnan(v):
+                count[0] += 1
+                yield v
+
+    total = sum(finite())
+    return total / count[0] if count[0] else math.nan
 
 
 def summarize(records: Sequence[JobRecord], operations: Sequence[Operation],
@@ -86,11 +97,11 @@ def summarize(records: Sequence[JobRecord], operations: Sequence[Operation],
         "completed": sum(1 for r in records if r.state.value == "completed"),
         "makespan_s": makespan,
         "utilization": utilization,
-        "mean_wait_s": _mean([r.wait for r in done]),
-        "mean_execution_s": _mean([r.execution for r in done]),
-        "mean_response_s": _mean([r.response for r in done]),
-        "mean_avg_size": _mean([r.avg_size for r in done]),
-        "mean_max_size": _mean([float(r.max_size) for r in done]),
+        "mean_wait_s": _mean(r.wait for r in done),
+        "mean_execution_s": _mean(r.execution for r in done),
+        "mean_response_s": _mean(r.response for r in done),
+        "mean_avg_size": _mean(r.avg_size for r in done),
+        "mean_max_size": _mean(float(r.max_size) for r in done),
         "grow_ops": sum(1 for op in operations if op.kind == "grow"),
         "shrink_ops": sum(1 for op in operations if op.kind == "shrink"),
     }
@@ -117,9 +128,12 @@ def mechanism(records: Sequence[JobRecord], counts: dict[str, int] | None = None
 
 
 def _median(values: list[float]) -> float:
+    """The median of ``values``, a list of the caller's own that this sorts in place (no
+    second copy of a million figures)."""
     if not values:
         return math.nan
-    ordered = sorted(values)
+    values.sort()
+    ordered = values
     mid = len(ordered) // 2
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
