@@ -156,6 +156,7 @@ class Manager:
             if record is not None and record.state.finished:
                 del self.records[job_id]
                 self._where.pop(job_id, None)
+                self.retries.pop(job_id, None)
 
     def withdraw(self, job_id: str, now: float, reason: str) -> bool:
         """Take a waiting job out of the queue as CANCELLED (its user cancelled it

@@ -273,3 +273,36 @@ def test_a_job_waiting_on_a_full_site_shrinks_jobs_there_not_elsewhere(
     _cycle(driver, 4)
     assert bob2.state == "RUNNING" and len(alice.nodes) == 2 and len(bob.nodes) == 2
     service.close()
+
+
+def test_ended_jobs_are_forgotten_past_a_bounded_number(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long run keeps O(live jobs) per-job state: ended jobs beyond the kept few and
+    histories beyond their bound are dropped (the journal still has everything)."""
+    import malleable.site.daemon as daemon
+
+    monkeypatch.setattr(daemon, "KEEP_FINISHED_JOBS", 4)
+    monkeypatch.setattr(daemon, "KEEP_HISTORY", 3)
+    sites = Sites("vu", nodes=6)
+    service, driver = _open(tmp_path, sites)
+    fake = sites.fakes["vu"]
+    adapter = service.adapters["vu"]
+    for n in range(30):
+        _submit(fake, "bob", 1, 3, 1, sub=f"e{n}")
+        _cycle(driver, 2)
+        for job in [j for j in fake.jobs.values() if j.user == "bob" and j.state == "RUNNING"]:
+            if job.job_id % 3 != 0:
+                fake.finish(job.job_id)
+        for job_id in [j for j, job in fake.jobs.items() if job.state == "COMPLETED"]:
+            del fake.jobs[job_id]  # Slurm forgets ended jobs
+    _cycle(driver, 2)
+    live = service.manager.unfinished
+    ended = [r for r in service.manager.records.values() if r.state.finished]
+    assert len(ended) == 4 and live + 4 == len(service.manager.records)
+    assert len(adapter._mine) <= live + 4 and len(adapter._by_slurm) <= live + 4
+    assert len(service.status()["jobs"]) == live + 4
+    assert len(service.manager.operations) <= 2 * 3
+    assert len(adapter.resizes) <= 2 * 3
+    assert len(service.store.submitted()) == 30  # the journal keeps them all
+    assert sum(service.metrics.resizes.labels(kind=k, outcome="done")._value.get()
+               for k in ("grow", "shrink")) > 3  # resizes happened and were counted

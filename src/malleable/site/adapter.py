@@ -188,6 +188,7 @@ class SiteSlurm(SlurmCluster):
         """Stop keeping finished jobs and refused tags no longer in the queue."""
         for job_id in job_ids:
             self.mpi_jobs.pop(job_id, None)
+            self._no_channel.discard(job_id)
             mine = self._mine.get(job_id)
             if mine is not None and mine.finished:
                 del self._mine[job_id]

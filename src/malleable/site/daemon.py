@@ -55,6 +55,11 @@ logger = logging.getLogger(__name__)
 WORKLOAD = "site-service"
 #: Seconds a finished job's record is kept (status shows it) before it is forgotten.
 KEEP_FINISHED = 3600.0
+#: At most this many finished jobs are kept (the most recently ended; the journal has all).
+KEEP_FINISHED_JOBS = 100
+#: At most twice this many resize results per site and manager operations are kept in
+#: memory (trimmed back to this many; the journal has them all).
+KEEP_HISTORY = 100
 
 CtlFactory = Callable[[SiteConfig], SlurmCtl]
 
@@ -186,8 +191,8 @@ class SiteService:
                 self.metrics.resizes.labels(kind=_kind(result),
                                             outcome=result.outcome.value).inc()
             self._counted[name] = len(adapter.resizes)
-            if len(adapter.resizes) > 1000:  # keep memory flat; the journal has them all
-                del adapter.resizes[:-100]
+            if len(adapter.resizes) > 2 * KEEP_HISTORY:  # the journal has them all
+                del adapter.resizes[:-KEEP_HISTORY]
                 self._counted[name] = len(adapter.resizes)
             seen = self._ignored.get(name, 0)
             if len(adapter.ignored) > seen:
@@ -203,14 +208,27 @@ class SiteService:
         self.metrics.jobs.labels(state="running").set(running)
 
     def _forget(self, now: float) -> None:
-        old = {job_id for job_id, r in self.manager.records.items()
-               if r.state.finished and r.end is not None and now - r.end > KEEP_FINISHED}
+        """Drop what only ended jobs needed: records ended more than
+        :data:`KEEP_FINISHED` seconds ago or beyond the :data:`KEEP_FINISHED_JOBS` most
+        recent, their adapters' state, and histories past :data:`KEEP_HISTORY`. A job any
+        site still shows (a copy left in a queue) is kept: forgotten, it would be adopted
+        again."""
+        shown = {f.job_id for a in self.adapters.values() for f in a.found.values()}
+        ended = sorted(((r.end if r.end is not None else now, job_id)
+                        for job_id, r in self.manager.records.items() if r.state.finished),
+                       reverse=True)
+        old = {job_id for i, (end, job_id) in enumerate(ended)
+               if (i >= KEEP_FINISHED_JOBS or now - end > KEEP_FINISHED)
+               and job_id not in shown}
         if old:
             self.manager.forget(old)
             for adapter in self.adapters.values():
                 adapter.forget(old)
-        if len(self.manager.operations) > 10_000:
-            del self.manager.operations[:-1000]
+        if len(self.manager.operations) > 2 * KEEP_HISTORY:
+            del self.manager.operations[:-KEEP_HISTORY]
+        running = {f.slurm_id for a in self.adapters.values() for f in a.found.values()
+                   if f.running}
+        self._duplicates &= running
 
     # ------------------------------------------------------------ status
 
