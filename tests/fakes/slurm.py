@@ -54,6 +54,8 @@ class FakeSlurm:
     accounting: bool = True
     admin_levels: dict[str, str] = field(default_factory=dict)
     dead: set[str] = field(default_factory=set)
+    refused: dict[int, str] = field(default_factory=dict)
+    """Helper allocations salloc gave up on (cancelled while pending), with their reason."""
     _next: int = 100
 
     # ------------------------------------------------------------ CommandRunner
@@ -111,6 +113,9 @@ class FakeSlurm:
             return self._update(int(args[5]), "0")
         if args[:2] == ["sh", "-c"]:
             return Result(0, self._sinfo() + "\n@@malleable:squeue@@\n" + self._squeue(), "")
+        if args[:4] == ["scontrol", "-o", "show", "job"] and int(args[4]) in self.refused:
+            return Result(0, f"JobId={args[4]} JobName=m.helper JobState=CANCELLED "
+                             f"Reason={self.refused[int(args[4])]} NumNodes=1\n", "")
         if args[:4] == ["scontrol", "-o", "show", "job"]:
             job = self.jobs.get(int(args[4]))
             if job is None or job.job_id in self.purged:
@@ -168,6 +173,7 @@ class FakeSlurm:
         target = int(self._option(args, "dependency").split(":")[1])
         if len(self.free()) < want:
             self._next += 1
+            self.refused[self._next] = "Resources"
             recorded = (DATA / "salloc_refused_busy.stderr").read_text()
             return Result(1, "", recorded.replace("6", str(self._next)))
         job = self._new(self._option(args, "job-name"), self._option(args, "comment"), want)

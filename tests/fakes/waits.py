@@ -55,8 +55,9 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str,
 
 
 def site_state(tb: Testbed, site: str) -> str:
-    """A Slurm site's queue and each node's state and reason: said when a wait fails."""
-    return f"{site}:\n" + tb.exec(site, ["sh", "-c", "squeue -a -o '%i %u %T %D %j %N %r'; "
+    """A Slurm site's jobs (also those ended in the last MinJobAge seconds, with the last
+    reason each was pending for) and each node's state and reason: said when a wait fails."""
+    return f"{site}:\n" + tb.exec(site, ["sh", "-c", "squeue -a -t all -o '%i %u %T %D %j %N %r'; "
                                        "sinfo -N -h -o '%N %T %E'"], timeout=30).stdout
 
 

@@ -102,6 +102,7 @@ def test_refused_expansion_is_reported_not_assumed() -> None:
     result = cluster.resizes[-1]
     assert result.outcome is Outcome.REFUSED and result.after == 2
     assert "Unable to allocate resources" in result.reason
+    assert result.reason.endswith("(Slurm's reason: Resources)")  # the cancelled helper's
     assert cluster.drain_events() == []
     pending_helper = str(fake._next)  # the id salloc printed while pending: cancelled
     assert ["scancel", pending_helper] in fake.calls

@@ -172,9 +172,11 @@ class Resizer:
             self._cancel_helpers(job_id)
             return self._confirm(job, target, began, f"helper allocation: {exc}")
         if not helper.granted or helper.job_id is None:
+            message = helper.message or "helper not granted"
             if helper.job_id is not None:
                 self.ctl.cancel(helper.job_id)
-            return self._confirm(job, target, began, helper.message or "helper not granted")
+                message += self._pending_reason(helper.job_id)
+            return self._confirm(job, target, began, message)
         self._step("helper", helper.job_id)
         self._step("handover", helper.job_id)
         reason = self._merge(job_id, helper.job_id)
@@ -187,6 +189,18 @@ class Resizer:
         self._helper_gone(helper.job_id)
         logger.info("%s", result.describe())
         return result
+
+    def _pending_reason(self, helper: int) -> str:
+        """Why Slurm left a refused helper pending (``scontrol`` keeps a cancelled job's
+        last pending reason, e.g. ``Resources``, ``Priority``, ``Dependency``), as
+        " (Slurm's reason: X)"; "" when Slurm does not say."""
+        try:
+            shown = self.ctl.show_job(helper)
+        except CommandError:
+            return ""
+        if shown is None or shown.reason in ("", "None"):
+            return ""
+        return f" (Slurm's reason: {shown.reason})"
 
     def _step(self, step: str, helper: int) -> None:
         if self.on_step is not None:
