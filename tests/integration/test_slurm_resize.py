@@ -23,7 +23,7 @@ from malleable.clock import ScaledClock
 from malleable.config import load_config
 from malleable.model import JobKind, JobSpec, JobState
 from malleable.testbed import Testbed
-from tests.fakes.waits import site_state, wait_for
+from tests.fakes.waits import clear_selection, site_state, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -55,6 +55,7 @@ def site(versioned_testbed: Testbed, config_file: Path) -> Iterator[SlurmCluster
     # the session's shared testbed: modules before can leave nodes completing or coming back
     wait_for(lambda: idle_nodes(versioned_testbed, SITE) == 4, 240, "every vu node idle",
              explain=lambda: site_state(versioned_testbed, SITE))
+    clear_selection(versioned_testbed, SITE)  # Slurm 22.05's select/linear after hand-overs
     config = load_config(config_file).site(SITE)
     cluster = SlurmCluster(SITE, ctl_for(config), ScaledClock(time.time(), 1.0),
                            f"it{secrets.token_hex(3)}", Payload(time_scale=1.0))
