@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,18 +74,14 @@ def write_records(path: Path, records: Iterable[JobRecord],
 
 def _mean(values: Iterable[float]) -> float:
     """The mean of the values that are not NaN (NaN when none is), read once: a million
-    jobs' figures are never held in a list at once. ``sum`` adds them in the same order as
-    over a list, so the result is the same to the last bit."""
-    count = [0]
-
-    def finite() -> Iterator[float]:
-        for v in values:
-            if not math.isnan(v):
-                count[0] += 1
-                yield v
-
-    total = sum(finite())
-    return total / count[0] if count[0] else math.nan
+    jobs' figures are never held in a list at once. They are added in the same order as
+    ``sum`` over a list would, so the result is the same to the last bit."""
+    total, count = 0.0, 0
+    for v in values:
+        if not math.isnan(v):
+            total += v
+            count += 1
+    return total / count if count else math.nan
 
 
 def summarize(records: Sequence[JobRecord], operations: Sequence[Operation],
@@ -133,9 +129,8 @@ def _median(values: list[float]) -> float:
     if not values:
         return math.nan
     values.sort()
-    ordered = values
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
 def utilization_series(timelines: dict[str, list[tuple[float, int]]],
