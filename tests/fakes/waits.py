@@ -76,10 +76,28 @@ def clear_selection(tb: Testbed, site: str) -> None:
     another job was placed on a node it released, cancelling both leaves that node refused by
     the scheduler ("Resources") while ``sinfo`` shows it idle, until an administrator runs
     ``scontrol reconfigure``. The manager runs as an operator and cannot; a test that starts
-    after such a sequence (the shared testbed) would see its grows refused for minutes. Not
-    needed on 24.11 and 26.05 (the same sequence leaves nothing), harmless there.
+    after such a sequence (the shared testbed) would see its grows refused for minutes.
+
+    Only on 22.05: 24.11 and 26.05 leave nothing after the same sequence, and there
+    ``scontrol reconfigure`` restarts slurmctld, whose nodes then come back one by one (a
+    CI run's next ``observe`` saw 3 of vu's 4 nodes in service). After it, waits until every
+    node of the site is idle again, so that the caller starts from the state it checked.
     """
+    from malleable.adapters.slurm.parse import parse_sinfo_json
+
+    if tb.record().slurm != "22.05":
+        return
     tb.exec(site, ["scontrol", "reconfigure"], timeout=60, check=True)
+
+    def all_idle() -> bool:
+        out = tb.exec(site, ["sinfo", "--json"], timeout=30)
+        if not out.ok:
+            return False
+        nodes = parse_sinfo_json(out.stdout)
+        return bool(nodes) and all(n.idle for n in nodes)
+
+    wait_for(all_idle, 120, f"every {site} node idle after scontrol reconfigure",
+             explain=lambda: site_state(tb, site))
 
 
 def slurm_matrix() -> tuple[str, ...]:
