@@ -14,6 +14,7 @@ from malleable.testbed.info import SiteEndpoint
 from malleable.testbed.oarconf import count_jobs, node_ssh_names, parse_node_states, render_settings
 from malleable.testbed.state import Record
 from malleable.testbed.topology import DAS3, DAS3_MIXED, Site, Topology, parse_topology
+from tests.unit.test_testbed_compose import homes
 
 OAR = Site("grid", 5, 2, kind="oar")
 DATA = Path(__file__).resolve().parents[1] / "data" / "oar"
@@ -53,10 +54,9 @@ def test_oar_site_services(tmp_path: Path) -> None:
     assert c0["networks"]["default"]["aliases"] == ["grid-n001", "grid-n002", "grid-n003"]
     assert c1["networks"]["default"]["aliases"] == ["grid-n004", "grid-n005"]
     for svc in (ctl, c0, c1):
-        assert "grid-home:/home" in svc["volumes"]
+        assert homes(svc) == ["grid-home"]
         assert svc["labels"]["org.malleable.site"] == "grid"
-    assert "slurmdbd" in services and "grid-home:/home" not in services["vu-c0"]["volumes"]
-    assert "vu-home:/home" in services["vu-c0"]["volumes"]
+    assert "slurmdbd" in services and homes(services["vu-c0"]) == ["vu-home"]
 
 
 def test_settings_point_at_the_server_and_disable_cpusets() -> None:

@@ -82,10 +82,19 @@ def home_volume(site: Site) -> str:
     return f"{site.name}-home"
 
 
+def home_mount(site: Site) -> dict[str, Any]:
+    """The site's ``/home`` mount, without Docker's copy of the image's ``/home`` into the new
+    volume (``nocopy``): several containers of a site start at once, and that copy raced in
+    a run here ("failed to mkdir .../_data/bob: file exists", the bring-up failed). The
+    entrypoint makes every home (``setup_homes``); the image's skeleton files are not used."""
+    return {"type": "volume", "source": home_volume(site), "target": "/home",
+            "volume": {"nocopy": True}}
+
+
 def _oar_site_services(site: Site, image: str, name: str, secrets: Path,
                        etc: Path) -> dict[str, dict[str, Any]]:
     services: dict[str, dict[str, Any]] = {}
-    home = f"{home_volume(site)}:/home"
+    home = home_mount(site)
     for host, nodes in site.layout().items():
         svc = _service(image, name, "compute", ["oar-node", site.name], secrets, etc, site.name)
         svc["hostname"] = host
@@ -107,7 +116,7 @@ def _site_services(site: Site, image: str, name: str, secrets: Path,
     if site.kind == "oar":
         return _oar_site_services(site, image, name, secrets, etc)
     services: dict[str, dict[str, Any]] = {}
-    home = f"{home_volume(site)}:/home"
+    home = home_mount(site)
     for host, nodes in site.layout().items():
         svc = _service(image, name, "compute", ["compute", site.name, *nodes], secrets, etc,
                        site.name)
