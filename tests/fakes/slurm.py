@@ -56,6 +56,9 @@ class FakeSlurm:
     dead: set[str] = field(default_factory=set)
     refused: dict[int, str] = field(default_factory=dict)
     """Helper allocations salloc gave up on (cancelled while pending), with their reason."""
+    stuck: set[str] = field(default_factory=set)
+    """Nodes sinfo shows idle that the scheduler never gives (Slurm 22.05's select/linear
+    after a hand-over, docs/slurm.md)."""
     _next: int = 100
 
     # ------------------------------------------------------------ CommandRunner
@@ -76,7 +79,7 @@ class FakeSlurm:
 
     def free(self) -> list[str]:
         used = {n for j in self.jobs.values() if j.state == "RUNNING" for n in j.nodes}
-        return [n for n in self.node_names if n not in used]
+        return [n for n in self.node_names if n not in used and n not in self.stuck]
 
     def add_job(self, nodes: int, comment: str = "", name: str = "bg", user: str = "malleable",
                 held: bool = False) -> FakeJob:

@@ -108,6 +108,30 @@ def test_refused_expansion_is_reported_not_assumed() -> None:
     assert ["scancel", pending_helper] in fake.calls
 
 
+def test_refused_with_idle_nodes_names_select_linears_bug(caplog: pytest.LogCaptureFixture
+                                                          ) -> None:
+    fake, cluster = _site(nodes=4)
+    cluster.start(_spec(), 2)
+    cluster.drain_events()
+    fake.stuck = set(fake.free())  # idle in sinfo, never given by the scheduler
+    assert cluster.offer_grow("j1", 2) == 0
+    reason = cluster.resizes[-1].reason
+    assert "(Slurm's reason: Resources); yet sinfo shows 2 idle node(s) (" in reason
+    assert "scontrol reconfigure" in reason and "docs/slurm.md" in reason
+    assert any("select/linear" in r.getMessage() for r in caplog.records
+               if r.levelname == "WARNING")
+
+
+def test_refused_for_busy_nodes_does_not_name_the_bug() -> None:
+    fake, cluster = _site(nodes=4)
+    cluster.start(_spec(), 2)
+    fake.add_job(1)
+    fake.stuck = set(fake.free())  # 1 idle node left: too few for a grow by 2 anyway
+    cluster.drain_events()
+    assert cluster.offer_grow("j1", 2) == 0
+    assert cluster.resizes[-1].reason.endswith("(Slurm's reason: Resources)")
+
+
 def test_shrink_and_a_refused_second_shrink() -> None:
     fake, cluster = _site()
     cluster.start(_spec(init=6), 6)

@@ -33,6 +33,7 @@ import malleable.adapters.slurm.meta as meta
 from malleable.adapters.shell import CommandError
 from malleable.adapters.slurm.ctl import HANDOVER_ENDED, SlurmCtl
 from malleable.adapters.slurm.parse import SlurmJob
+from malleable.errors import ExternalError
 from malleable.model import JobState
 
 logger = logging.getLogger(__name__)
@@ -175,7 +176,7 @@ class Resizer:
             message = helper.message or "helper not granted"
             if helper.job_id is not None:
                 self.ctl.cancel(helper.job_id)
-                message += self._pending_reason(helper.job_id)
+                message += self._pending_reason(helper.job_id, extra)
             return self._confirm(job, target, began, message)
         self._step("helper", helper.job_id)
         self._step("handover", helper.job_id)
@@ -190,17 +191,38 @@ class Resizer:
         logger.info("%s", result.describe())
         return result
 
-    def _pending_reason(self, helper: int) -> str:
+    def _pending_reason(self, helper: int, extra: int) -> str:
         """Why Slurm left a refused helper pending (``scontrol`` keeps a cancelled job's
         last pending reason, e.g. ``Resources``, ``Priority``, ``Dependency``), as
-        " (Slurm's reason: X)"; "" when Slurm does not say."""
+        " (Slurm's reason: X)"; "" when Slurm does not say.
+
+        ``Resources`` while ``sinfo`` shows at least ``extra`` idle nodes of the job's
+        partition is the symptom of Slurm 22.05's select/linear bug after a hand-over
+        (docs/slurm.md): said, with what clears it, and logged as a warning (it may also be
+        nodes kept for another pending job or a reservation: not told apart)."""
         try:
             shown = self.ctl.show_job(helper)
         except CommandError:
             return ""
         if shown is None or shown.reason in ("", "None"):
             return ""
-        return f" (Slurm's reason: {shown.reason})"
+        said = f" (Slurm's reason: {shown.reason})"
+        if shown.reason != "Resources":
+            return said
+        try:
+            nodes = self.ctl.poll().nodes
+        except ExternalError:
+            return said
+        idle = [n.name for n in nodes
+                if n.idle and (not shown.partition or not n.partitions
+                               or shown.partition in n.partitions)]
+        if len(idle) < extra:
+            return said
+        hint = (f"; yet sinfo shows {len(idle)} idle node(s) ({hostlist.join(idle)}): on "
+                "Slurm 22.05 this may be select/linear's bug after a hand-over (docs/slurm.md), "
+                "which an administrator's `scontrol reconfigure` clears")
+        logger.warning("helper %d refused for Resources%s", helper, hint)
+        return said + hint
 
     def _step(self, step: str, helper: int) -> None:
         if self.on_step is not None:
