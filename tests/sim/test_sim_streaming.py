@@ -127,11 +127,22 @@ def test_a_job_that_never_ended_is_still_handed_over_at_the_end() -> None:
     small = JobSpec("small", JobKind.RIGID, 2, 2, 2, submit_time=0.0, app="fixed",
                     runtime=10.0, walltime=10.0)
     seen: list[tuple[str, str]] = []
-    simulate([big, small], (Cluster("c", 16),), factory("fcfs")(),
-             sink=lambda r, g, s: seen.append((r.spec.id, r.state.value)))
+    totals = RunningSummary()
+
+    def sink(record: JobRecord, grows: int, shrinks: int) -> None:
+        seen.append((record.spec.id, record.state.value))
+        totals.add(record, grows, shrinks)
+
+    streamed = simulate([big, small], (Cluster("c", 16),), factory("fcfs")(), sink=sink)
     kept = simulate([big, small], (Cluster("c", 16),), factory("fcfs")())
     assert seen == [(r.spec.id, r.state.value) for r in kept.records]
-    assert len(seen) == 2
+    assert seen == [("small", "completed"), ("big", "waiting")]
+    expected = summarize(kept.records, kept.operations, kept.makespan, kept.utilization)
+    expected.update(mechanism(kept.records))
+    got = totals.summary(streamed.makespan, streamed.utilization)
+    got.update(totals.mechanism())
+    assert json.dumps(jsonable(got)) == json.dumps(jsonable(expected))
+    assert got["jobs"] == 2 and got["completed"] == 1
 
 
 def test_consume_needs_a_sink_and_a_list() -> None:
