@@ -22,7 +22,7 @@ from malleable.metrics.summary import (
     summarize,
     write_records,
 )
-from malleable.model import DAS3, Cluster, JobKind, JobSpec
+from malleable.model import DAS3, Cluster, JobKind, JobSpec, Place
 from malleable.policies.koala import KoalaPolicy
 from malleable.policies.registry import factory
 from malleable.sim.run import SimConfig, simulate
@@ -120,12 +120,26 @@ def test_ended_jobs_are_released_during_the_run(monkeypatch: pytest.MonkeyPatch)
     assert len(kept.records) == 2000
 
 
-def test_a_job_that_never_ended_is_still_handed_over_at_the_end() -> None:
-    # 40 nodes asked of a 16-node cluster: FCFS never starts it; the run ends with it.
+class _PlacesSmallOnly:
+    """Places the jobs of at most 4 nodes and leaves the others waiting for ever."""
+
+    name = "small-only"
+
+    def decide(self, view: Any, now: float) -> Any:
+        for job in list(view.waiting):
+            if job.spec.initial_size <= 4:
+                yield Place(job.spec.id, "c", job.spec.initial_size)
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "small-only"])
+def test_a_job_that_never_ran_is_handed_over_too(policy: str) -> None:
+    # 40 nodes asked of a 16-node cluster: FCFS rejects it (FAILED), the other policy
+    # leaves it waiting: the run ends with it unfinished, and it is handed over at the end.
     big = JobSpec("big", JobKind.RIGID, 40, 40, 40, submit_time=5.0, app="fixed",
                   runtime=10.0, walltime=10.0)
     small = JobSpec("small", JobKind.RIGID, 2, 2, 2, submit_time=0.0, app="fixed",
                     runtime=10.0, walltime=10.0)
+    make = factory("fcfs") if policy == "fcfs" else _PlacesSmallOnly
     seen: list[tuple[str, str]] = []
     totals = RunningSummary()
 
@@ -133,10 +147,11 @@ def test_a_job_that_never_ended_is_still_handed_over_at_the_end() -> None:
         seen.append((record.spec.id, record.state.value))
         totals.add(record, grows, shrinks)
 
-    streamed = simulate([big, small], (Cluster("c", 16),), factory("fcfs")(), sink=sink)
-    kept = simulate([big, small], (Cluster("c", 16),), factory("fcfs")())
+    streamed = simulate([big, small], (Cluster("c", 16),), make(), sink=sink)
+    kept = simulate([big, small], (Cluster("c", 16),), make())
     assert seen == [(r.spec.id, r.state.value) for r in kept.records]
-    assert seen == [("small", "completed"), ("big", "waiting")]
+    assert seen == [("small", "completed"),
+                    ("big", "failed" if policy == "fcfs" else "waiting")]
     expected = summarize(kept.records, kept.operations, kept.makespan, kept.utilization)
     expected.update(mechanism(kept.records))
     got = totals.summary(streamed.makespan, streamed.utilization)
