@@ -33,7 +33,15 @@ from malleable.errors import ExternalError, InputError
 from malleable.health import SITE_TIMEOUT
 from malleable.manager import Manager
 from malleable.metrics.records import JobRecord
-from malleable.metrics.summary import jsonable, mechanism, output_dir, summarize, write_records
+from malleable.metrics.summary import (
+    RecordWriter,
+    RunningSummary,
+    jsonable,
+    mechanism,
+    output_dir,
+    summarize,
+    write_records,
+)
 from malleable.model import DAS3, Cluster, JobSpec, Operation
 from malleable.policies.registry import PolicySpec, factory
 from malleable.realtime import RealtimeDriver
@@ -134,6 +142,43 @@ def run_simulation(jobs: Sequence[JobSpec], clusters: Sequence[Cluster], policy:
     return result, summary
 
 
+def stream_simulation(jobs: list[JobSpec], clusters: Sequence[Cluster], policy: PolicySpec,
+                      config: SimConfig, out: Path | None = None) -> dict[str, Any]:
+    """:func:`run_simulation` in the memory of the live jobs only, its summary: ``jobs``
+    is consumed (emptied), each job's row of ``out/jobs.csv`` (with ``out``) is written
+    once it and the jobs submitted before it have ended, and the summary is made from
+    running totals (:class:`~malleable.metrics.summary.RunningSummary`). The outputs are
+    the same as :func:`run_simulation`'s and :func:`write_outputs`'s, byte for byte
+    (``summary.json`` is left to the caller: it adds to the summary)."""
+    built = policy.build()
+    totals = RunningSummary()
+    if out is None:
+        result = simulate(jobs, clusters, built, config, sink=totals.add, consume=True)
+    else:
+        with (output_dir(out) / "jobs.csv").open("w", newline="", encoding="utf-8") as handle:
+            writer = RecordWriter(handle)
+
+            def both(record: JobRecord, grows: int, shrinks: int) -> None:
+                writer.add(record, grows, shrinks)
+                totals.add(record, grows, shrinks)
+
+            result = simulate(jobs, clusters, built, config, sink=both, consume=True)
+    summary = totals.summary(result.makespan, result.utilization)
+    counts = getattr(built, "counts", None)
+    summary.update(totals.mechanism(dict(counts) if isinstance(counts, dict) else None))
+    summary.update(approach=approach_of(policy), policy=policy.name)
+    summary.update(policy_options(policy.options))
+    if config.model is not None and config.model.active:
+        summary["model_options"] = config.model.changed()
+    return summary
+
+
+def write_summary_json(out: Path, summary: Mapping[str, Any]) -> None:
+    """``summary.json`` in ``out`` (created), as :func:`write_outputs` writes it."""
+    output_dir(out)
+    (out / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
+
+
 def policy_options(options: Mapping[str, Any]) -> dict[str, Any]:
     """``{"policy_options": ...}`` for options other than the approach (its own key), or {}."""
     rest = {k: v for k, v in options.items() if k != "approach"}
@@ -145,7 +190,7 @@ def write_outputs(out: Path, records: Sequence[JobRecord], summary: Mapping[str,
     """``jobs.csv`` and ``summary.json`` in ``out`` (created)."""
     output_dir(out)
     write_records(out / "jobs.csv", records, operations)
-    (out / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
+    write_summary_json(out, summary)
 
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import csv
 import json
 import math
+from array import array
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from malleable.errors import InputError
 from malleable.metrics.records import JobRecord
@@ -65,11 +66,25 @@ def write_records(path: Path, records: Iterable[JobRecord],
     ``operations`` (the run's, as the summary counts them)."""
     counts = resize_counts(operations)
     with path.open("w", newline="", encoding="utf-8") as out:
-        writer = csv.DictWriter(out, fieldnames=RECORD_COLUMNS)
-        writer.writeheader()
+        writer = RecordWriter(out)
         for record in records:
-            row = record_row(record, *counts.get(record.spec.id, (0, 0)))
-            writer.writerow({k: csv_cell(v) for k, v in row.items()})
+            writer.add(record, *counts.get(record.spec.id, (0, 0)))
+
+
+class RecordWriter:
+    """The per-job CSV written one row at a time (the header first), as the jobs are
+    handed over: ``simulate`` streams each job's row once it has ended, and then drops
+    the job's record."""
+
+    __slots__ = ("_writer",)
+
+    def __init__(self, out: IO[str]) -> None:
+        self._writer = csv.DictWriter(out, fieldnames=RECORD_COLUMNS)
+        self._writer.writeheader()
+
+    def add(self, record: JobRecord, grows: int = 0, shrinks: int = 0) -> None:
+        row = record_row(record, grows, shrinks)
+        self._writer.writerow({k: csv_cell(v) for k, v in row.items()})
 
 
 def _mean(values: Iterable[float]) -> float:
@@ -121,6 +136,74 @@ def mechanism(records: Sequence[JobRecord], counts: dict[str, int] | None = None
     if counts is not None:
         out.update(counts)
     return out
+
+
+class RunningSummary:
+    """:func:`summarize` and :func:`mechanism` computed from the records handed over one at
+    a time (in submission order, as ``summarize`` reads its list), without keeping them:
+    running sums and counts, and per application only the execution times of the ended
+    jobs (8 bytes each, for the medians). The figures are the same to the last bit: the
+    sums are made in the same order."""
+
+    _MEANS = ("mean_wait_s", "mean_execution_s", "mean_response_s", "mean_avg_size",
+              "mean_max_size")
+
+    def __init__(self) -> None:
+        self.jobs = 0
+        self.completed = 0
+        self.grow_ops = 0
+        self.shrink_ops = 0
+        self._sums = [0.0] * len(self._MEANS)
+        self._counts = [0] * len(self._MEANS)
+        self._never_grew: dict[str, int] = {}
+        self._executions: dict[str, array[float]] = {}
+
+    def add(self, record: JobRecord, grows: int = 0, shrinks: int = 0) -> None:
+        """One job's record and the grows and shrinks the manager performed on it."""
+        spec = record.spec
+        self.jobs += 1
+        self.grow_ops += grows
+        self.shrink_ops += shrinks
+        if record.state.value == "completed":
+            self.completed += 1
+        app = spec.app
+        executions = self._executions.get(app)
+        if executions is None:
+            executions = self._executions[app] = array("d")
+            self._never_grew[app] = 0
+        if record.end is None or record.start is None:
+            return
+        execution = record.execution
+        max_size = record.max_size
+        sums, counts = self._sums, self._counts
+        for i, v in enumerate((record.wait, execution, record.response, record.avg_size,
+                               float(max_size))):
+            if not math.isnan(v):
+                sums[i] += v
+                counts[i] += 1
+        executions.append(execution)
+        if spec.malleable and max_size <= spec.initial_size:
+            self._never_grew[app] += 1
+
+    def summary(self, makespan: float, utilization: float) -> dict[str, Any]:
+        """What :func:`summarize` returns for the records added."""
+        out: dict[str, Any] = {"jobs": self.jobs, "completed": self.completed,
+                               "makespan_s": makespan, "utilization": utilization}
+        for key, total, count in zip(self._MEANS, self._sums, self._counts, strict=True):
+            out[key] = total / count if count else math.nan
+        out.update(grow_ops=self.grow_ops, shrink_ops=self.shrink_ops)
+        return out
+
+    def mechanism(self, counts: dict[str, int] | None = None) -> dict[str, Any]:
+        """What :func:`mechanism` returns for the records added."""
+        apps = sorted(self._executions)
+        out: dict[str, Any] = {
+            "never_grew": {a: self._never_grew[a] for a in apps},
+            "median_execution_s": {a: _median(self._executions[a].tolist()) for a in apps},
+        }
+        if counts is not None:
+            out.update(counts)
+        return out
 
 
 def _median(values: list[float]) -> float:

@@ -8,9 +8,10 @@ with ``poll_interval``, periodically, as a real manager polls).
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, MutableSequence, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import cast
 
 from malleable.apps import AppCatalog, standard_catalog
 from malleable.errors import InputError
@@ -77,14 +78,34 @@ def check_jobs(jobs: Sequence[JobSpec], catalog: AppCatalog | None = None) -> No
             raise InputError(f"job {spec.id}: application {spec.app} needs a run time")
 
 
+#: Where :func:`simulate` hands each job over once it is done with it: the job's record and
+#: the grows and shrinks the manager performed on it.
+RecordSink = Callable[[JobRecord, int, int], None]
+
+
 def simulate(jobs: Sequence[JobSpec], clusters: Sequence[Cluster], policy: Policy,
              config: SimConfig = SimConfig(), *,
-             catalog: AppCatalog | None = None) -> SimResult:
+             catalog: AppCatalog | None = None, sink: RecordSink | None = None,
+             consume: bool = False) -> SimResult:
     """Simulate ``jobs`` (any order) on ``clusters`` under ``policy``, their applications
-    modelled by ``catalog`` (the standard one by default)."""
+    modelled by ``catalog`` (the standard one by default).
+
+    With a ``sink``, the run keeps memory for the live jobs only: each job's record is
+    handed to ``sink`` (with its grow and shrink counts) once it and every job submitted
+    before it have ended, in submission order, and the manager then forgets it; the
+    operations are counted as they happen and not kept. :attr:`SimResult.records` and
+    :attr:`SimResult.operations` are then empty. With ``consume`` too, ``jobs`` (a list)
+    is emptied once sorted, so that each job's spec is dropped when its record is.
+    """
     catalog = catalog if catalog is not None else standard_catalog()
     check_jobs(jobs, catalog)
-    ordered = sorted(jobs, key=lambda j: j.submit_time)
+    # The specs of handed-over jobs become None (with a sink): the list does not keep them.
+    ordered = cast(list[JobSpec | None], sorted(jobs, key=lambda j: j.submit_time))
+    start = ordered[0].submit_time if ordered and ordered[0] is not None else 0.0
+    if consume:
+        if sink is None or not isinstance(jobs, MutableSequence):
+            raise ValueError("consume needs a sink and a list of jobs")
+        del jobs[:]
     engine = Engine(0.0)
     if config.model is not None and config.model.active:
         catalog = config.model.catalog(catalog)
@@ -92,8 +113,8 @@ def simulate(jobs: Sequence[JobSpec], clusters: Sequence[Cluster], policy: Polic
     manager = Manager(policy, sims, max_tries=config.max_tries)
     background = (BackgroundLoad(config.background, list(sims.values()), config.seed)
                   if config.background else None)
-    _feed(engine, manager, ordered)
-    pending = [len(ordered)]
+    submitted = _feed(engine, manager, ordered)
+    handed = _Handover(manager, ordered, submitted, sink) if sink is not None else None
 
     def on_step(now: float) -> bool:
         if background is not None:
@@ -105,7 +126,9 @@ def simulate(jobs: Sequence[JobSpec], clusters: Sequence[Cluster], policy: Polic
             engine.at(now, _nothing, TIMER)
         if background is not None:
             background.start_waiting()
-        return manager.unfinished > 0 or len(manager.records) < pending[0]
+        if handed is not None:
+            handed.step()
+        return manager.unfinished > 0 or submitted[0] < len(ordered)
 
     if config.poll_interval:
         _poll(engine, config.poll_interval)
@@ -113,7 +136,8 @@ def simulate(jobs: Sequence[JobSpec], clusters: Sequence[Cluster], policy: Polic
         end = engine.run(on_step)
     if background is not None:
         background.stop = True
-    start = ordered[0].submit_time if ordered else 0.0
+    if handed is not None:
+        handed.step(everything=True)
     area = sum(s.utilization(end) * s.nodes * end for s in sims.values())
     timelines = {n: s.timeline for n, s in sims.items() if s.timeline is not None}
     return SimResult(list(manager.records.values()), manager.operations, tuple(clusters),
@@ -166,22 +190,73 @@ def _changed_the_field(manager: Manager, since: int) -> bool:
     return False
 
 
-def _feed(engine: Engine, manager: Manager, ordered: list[JobSpec]) -> None:
-    """Submit the jobs at their times, one arrival event scheduled at a time."""
+class _Handover:
+    """Hands the ended jobs' records to a sink in submission order and makes the manager
+    forget them; counts each job's grows and shrinks as the operations are logged (the
+    operations themselves are not kept)."""
+
+    __slots__ = ("_manager", "_next", "_ordered", "_resizes", "_sink", "_submitted")
+
+    def __init__(self, manager: Manager, ordered: list[JobSpec | None], submitted: list[int],
+                 sink: RecordSink) -> None:
+        self._manager = manager
+        self._ordered = ordered
+        self._submitted = submitted
+        self._sink = sink
+        self._next = 0
+        self._resizes: dict[str, tuple[int, int]] = {}
+
+    def step(self, everything: bool = False) -> None:
+        """Count the new operations, then hand over the ended jobs that can go (with
+        ``everything``, at the end of the run: every submitted job, ended or not)."""
+        manager = self._manager
+        operations = manager.operations
+        if operations:
+            resizes = self._resizes
+            for op in operations:
+                kind = op.kind
+                if kind == "grow" or kind == "shrink":
+                    grows, shrinks = resizes.get(op.job_id, (0, 0))
+                    resizes[op.job_id] = ((grows + 1, shrinks) if kind == "grow"
+                                          else (grows, shrinks + 1))
+            operations.clear()
+        records, ordered, i, last = manager.records, self._ordered, self._next, self._submitted[0]
+        while i < last:
+            spec = ordered[i]
+            assert spec is not None
+            record = records[spec.id]
+            if not (everything or record.state.finished):
+                break
+            self._sink(record, *self._resizes.pop(spec.id, (0, 0)))
+            if record.state.finished:
+                manager.forget((spec.id,))
+            ordered[i] = None
+            i += 1
+        self._next = i
+
+
+def _feed(engine: Engine, manager: Manager, ordered: list[JobSpec | None]) -> list[int]:
+    """Submit the jobs at their times, one arrival event scheduled at a time; the number of
+    jobs submitted so far (a list of one, updated as they are)."""
     index = [0]
 
     def arrive() -> None:
         i = index[0]
         now = engine.now
-        while i < len(ordered) and ordered[i].submit_time <= now:
-            manager.submit(ordered[i])
+        while i < len(ordered):
+            spec = ordered[i]
+            assert spec is not None
+            if spec.submit_time > now:
+                engine.at(spec.submit_time, arrive, ARRIVAL)
+                break
+            manager.submit(spec)
             i += 1
         index[0] = i
-        if i < len(ordered):
-            engine.at(ordered[i].submit_time, arrive, ARRIVAL)
 
-    if ordered:
-        engine.at(ordered[0].submit_time, arrive, ARRIVAL)
+    first = ordered[0] if ordered else None
+    if first is not None:
+        engine.at(first.submit_time, arrive, ARRIVAL)
+    return index
 
 
 def _poll(engine: Engine, interval: float) -> None:
