@@ -210,7 +210,8 @@ def testbed_soak(name: str, seconds: float, every: float, seed: int) -> int:
         if serve.pid():
             serve.stop("TERM")
         for site in ("vu", "uva"):
-            tb.exec(site, ["scancel", "-u", "alice,bob"], timeout=30)
+            for user in ("alice", "bob"):  # scancel -u takes one user ("alice,bob": invalid)
+                tb.exec(site, ["scancel", "-u", user], timeout=30, check=True)
     return 0
 
 

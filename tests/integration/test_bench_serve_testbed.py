@@ -21,6 +21,10 @@ def test_the_testbed_soak_reports_rss_latencies_and_cycles(
         assert bench.testbed_soak(small_testbed.name, 45.0, 20.0, seed=2) == 0
     finally:
         assert not Serve(small_testbed).pid()  # the soak stopped its service
+        for site in ("vu", "uva"):  # and cancelled its users' jobs
+            queue = small_testbed.exec(site, ["squeue", "-h", "-u", "alice,bob", "-t",
+                                              "PENDING,RUNNING", "-o", "%i %u %T"]).stdout
+            assert queue.strip() == "", f"{site} still has the soak's jobs:\n{queue}"
     out = capsys.readouterr().out
     print(out)
     samples = [float(mb) for mb in re.findall(r"^t=\d+ s rss=([\d.]+) MB", out, re.M)]
