@@ -106,6 +106,7 @@ def structures(service: SiteService) -> dict[str, int]:
         out[f"{name}._mine"] = len(adapter._mine)
         out[f"{name}._by_slurm"] = len(adapter._by_slurm)
         out[f"{name}.resizes"] = len(adapter.resizes)
+        out[f"{name}.shrink_marks"] = len(adapter.resizer._last_shrink) if adapter.resizer else 0
     status = service.status()
     out["status.jobs"] = len(status["jobs"])
     return out
