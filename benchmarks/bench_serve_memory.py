@@ -10,16 +10,25 @@ max 3, held) is submitted on a random site, and each running user job ends with 
 probability of 1/15 per cycle; the policy places, grows and shrinks them. Ended jobs
 leave the fake's queue (Slurm's ``MinJobAge``), and the fake's own call log is cleared.
 
-``tracemalloc`` snapshots are taken after ``--warmup`` cycles and at the end; allocations
-made inside the fake Slurm (any frame in ``tests/fakes``) are left out. Printed: the
-traced memory at both points and their ratio, the jobs submitted/ended and resizes done,
-the sizes of the service's per-job structures, and the ``--top`` allocation sites that
-grew most (file:line, size and count differences).
+``tracemalloc`` snapshots are taken after ``--warmup`` cycles, halfway from there to the
+end, and at the end. Each is taken right after a full ``gc.collect()``: that frees cyclic
+garbage (the status file's ``json`` encoder leaves some each cycle) and empties CPython's
+free lists. Without it, a tuple parked in the tuple free list keeps the trace of the line
+that first allocated it (a poll's ``SlurmJob(...)``, ``Poll``), which looks like poll
+objects kept alive but is memory the interpreter holds for reuse (bounded: at most 2000
+tuples of each length below 20). Left out: allocations with a frame in the fake Slurm
+(``tests/fakes``) and ``tracemalloc``'s own (the first snapshot is held to the end).
+Printed: the traced memory at the three points, the end/warm-up ratio and the growth of
+each half (a bounded plateau grows in the first half, not in the second), the jobs
+submitted/ended and resizes kept, the sizes of the service's per-job structures, and the
+``--top`` allocation sites that grew most from the warm-up to the end (file:line, size and
+count differences).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import random
@@ -42,7 +51,8 @@ from malleable.site.config import parse_service_config  # noqa: E402
 from malleable.site.daemon import SiteService, driver_for, open_service  # noqa: E402
 
 POLL = 3.0
-FAKES = tracemalloc.Filter(False, "*/tests/fakes/*", all_frames=True)
+LEAVE_OUT = [tracemalloc.Filter(False, "*/tests/fakes/*", all_frames=True),
+             tracemalloc.Filter(False, tracemalloc.__file__)]
 
 
 @dataclass
@@ -59,6 +69,7 @@ class Wall:
 class Soak:
     cycles: int
     warmup_bytes: int
+    middle_bytes: int
     end_bytes: int
     submitted: int
     ended: int
@@ -70,6 +81,21 @@ class Soak:
     def ratio(self) -> float:
         return self.end_bytes / self.warmup_bytes
 
+    @property
+    def halves(self) -> tuple[int, int]:
+        """The traced growth (bytes) from the warm-up to halfway, and from there to the end."""
+        return self.middle_bytes - self.warmup_bytes, self.end_bytes - self.middle_bytes
+
+
+def snapshot() -> tracemalloc.Snapshot:
+    """The live traced memory: after a full collection (cyclic garbage and free lists)."""
+    gc.collect()
+    return tracemalloc.take_snapshot().filter_traces(LEAVE_OUT)
+
+
+def traced(snap: tracemalloc.Snapshot) -> int:
+    return sum(s.size for s in snap.statistics("filename"))
+
 
 def structures(service: SiteService) -> dict[str, int]:
     """The sizes of the service's structures that could grow with ended jobs."""
@@ -80,6 +106,7 @@ def structures(service: SiteService) -> dict[str, int]:
         out[f"{name}._mine"] = len(adapter._mine)
         out[f"{name}._by_slurm"] = len(adapter._by_slurm)
         out[f"{name}.resizes"] = len(adapter.resizes)
+        out[f"{name}.shrink_marks"] = len(adapter.resizer._last_shrink) if adapter.resizer else 0
     status = service.status()
     out["status.jobs"] = len(status["jobs"])
     return out
@@ -105,7 +132,9 @@ def run(cycles: int, warmup: int, sites: int, seed: int, top: int = 15) -> Soak:
         driver = driver_for(service)
         driver.poll_timeout = 60.0
         submitted = ended = 0
+        middle_at = warmup + (cycles - warmup) // 2
         first = None
+        middle = 0
         for n in range(1, cycles + 1):
             site = fakes[rng.choice(names)]
             site.add_job(1, tags.encode(tags.UserTag(1, 3, sub=f"m{n}")), user="bob",
@@ -125,17 +154,18 @@ def run(cycles: int, warmup: int, sites: int, seed: int, top: int = 15) -> Soak:
                     fake.scripts.pop(job_id, None)
                 fake.calls.clear()
             if n == warmup:
-                first = tracemalloc.take_snapshot().filter_traces([FAKES])
-        last = tracemalloc.take_snapshot().filter_traces([FAKES])
+                first = snapshot()
+            elif n == middle_at:
+                middle = traced(snapshot())
+        last = snapshot()
         resizes = sum(len(a.resizes) for a in service.adapters.values())
         sizes = structures(service)
         service.close()
     tracemalloc.stop()
     assert first is not None
     diff = last.compare_to(first, "lineno")
-    return Soak(cycles, sum(s.size for s in first.statistics("filename")),
-                sum(s.size for s in last.statistics("filename")), submitted, ended,
-                resizes, sizes, diff[:top])
+    return Soak(cycles, traced(first), middle or traced(first), traced(last), submitted,
+                ended, resizes, sizes, diff[:top])
 
 
 def main() -> int:
@@ -153,6 +183,10 @@ def main() -> int:
     print(f"traced memory (fake Slurm excluded): {soak.warmup_bytes / 1024:.0f} KiB after "
           f"{args.warmup} cycles, {soak.end_bytes / 1024:.0f} KiB at the end: ratio "
           f"{soak.ratio:.3f} ({100 * (soak.ratio - 1):+.1f}%)")
+    first, second = soak.halves
+    print(f"growth: {first / 1024:+.0f} KiB from the warm-up to halfway "
+          f"({soak.middle_bytes / 1024:.0f} KiB), {second / 1024:+.0f} KiB from there "
+          f"to the end")
     print("structures at the end: " + ", ".join(f"{k}={v}" for k, v in soak.sizes.items()))
     print("top growing allocation sites (size diff, count diff):")
     for stat in soak.top:

@@ -248,6 +248,23 @@ def test_expansion_waits_after_a_shrink_of_the_same_job() -> None:
     assert slept and slept[0] == pytest.approx(1.0)
 
 
+def test_the_shrink_marks_hold_only_jobs_within_the_rejoin_gap() -> None:
+    # A service shrinks thousands of jobs: one mark each used to be kept for ever.
+    fake = FakeSlurm(node_names(40))
+    now = [0.0]
+    resizer = Resizer(SlurmCtl(fake), clock=lambda: now[0], sleep=lambda s: None,
+                      rejoin_gap=1.2)
+    jobs = [fake.add_job(2) for _ in range(20)]
+    for job in jobs:
+        now[0] += 2.0
+        assert resizer.shrink(job.job_id, 1).outcome is Outcome.DONE
+    assert set(resizer._last_shrink) == {jobs[-1].job_id}
+    other = fake.add_job(2)
+    now[0] += 1.0  # within the gap of the last shrink: both marks are needed
+    assert resizer.shrink(other.job_id, 1).outcome is Outcome.DONE
+    assert set(resizer._last_shrink) == {jobs[-1].job_id, other.job_id}
+
+
 def test_manager_on_two_fake_sites_with_a_journal() -> None:
     fake_a, site_a = _site(nodes=4)
     fake_b, site_b = _site(nodes=8)

@@ -152,7 +152,7 @@ class Resizer:
         reason = "" if update.rc == 0 else _reason(update.stderr, update.stdout)
         result = self._confirm(job, target, began, reason)
         if result.after < job.nodes:
-            self._last_shrink[job_id] = self.clock()
+            self._note_shrink(job_id)
         return result
 
     # ------------------------------------------------------------ expand
@@ -258,6 +258,15 @@ class Resizer:
                                helper, left.state_raw or "queued")
                 return
             self.sleep(0.1)
+
+    def _note_shrink(self, job_id: int) -> None:
+        """Remember when the job shrank, for the rejoin gap. Marks older than the gap no
+        longer delay anything and are dropped, so this holds only the jobs shrunk in the
+        last ``rejoin_gap`` seconds (a long-running service shrinks thousands of jobs)."""
+        now = self.clock()
+        self._last_shrink = {j: t for j, t in self._last_shrink.items()
+                             if now - t < self.rejoin_gap}
+        self._last_shrink[job_id] = now
 
     def _wait_rejoin_gap(self, job_id: int) -> None:
         last = self._last_shrink.get(job_id)
