@@ -9,7 +9,7 @@ import pytest
 from benchmarks import bench_serve as bench
 
 from malleable.testbed import Testbed
-from tests.integration.test_site_service import Serve, _wait_quiet
+from tests.integration.test_site_service import HOME, Serve, _wait_quiet
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -29,6 +29,7 @@ def test_the_testbed_soak_reports_rss_latencies_and_cycles(
         # leaves select/linear refusing a node (docs/slurm.md); in a CI run the next module's
         # 4-node job on vu then never started. Leave the shared testbed as it was found.
         _wait_quiet(small_testbed)
+        small_testbed.exec("vu", ["rm", "-rf", HOME], user="malleable", timeout=30, check=True)
     out = capsys.readouterr().out
     print(out)
     samples = [float(mb) for mb in re.findall(r"^t=\d+ s rss=([\d.]+) MB", out, re.M)]
