@@ -133,13 +133,25 @@ def run_simulation(jobs: Sequence[JobSpec], clusters: Sequence[Cluster], policy:
     built = policy.build()
     result = simulate(jobs, clusters, built, config)
     summary = summarize(result.records, result.operations, result.makespan, result.utilization)
-    counts = getattr(built, "counts", None)
-    summary.update(mechanism(result.records, dict(counts) if isinstance(counts, dict) else None))
-    summary.update(approach=approach_of(policy), policy=policy.name)
-    summary.update(policy_options(policy.options))
-    if config.model is not None and config.model.active:
-        summary["model_options"] = config.model.changed()
+    summary.update(mechanism(result.records, _policy_counts(built)))
+    summary.update(_settings(policy, config))
     return result, summary
+
+
+def _policy_counts(built: object) -> dict[str, int] | None:
+    """The policy's own mechanism counts (``counts``), if it keeps any."""
+    counts = getattr(built, "counts", None)
+    return dict(counts) if isinstance(counts, dict) else None
+
+
+def _settings(policy: PolicySpec, config: SimConfig) -> dict[str, Any]:
+    """The summary's record of the run's settings: the approach, the policy and its other
+    options, and the model options other than the defaults."""
+    out: dict[str, Any] = {"approach": approach_of(policy), "policy": policy.name}
+    out.update(policy_options(policy.options))
+    if config.model is not None and config.model.active:
+        out["model_options"] = config.model.changed()
+    return out
 
 
 def stream_simulation(jobs: list[JobSpec], clusters: Sequence[Cluster], policy: PolicySpec,
@@ -164,12 +176,8 @@ def stream_simulation(jobs: list[JobSpec], clusters: Sequence[Cluster], policy: 
 
             result = simulate(jobs, clusters, built, config, sink=both, consume=True)
     summary = totals.summary(result.makespan, result.utilization)
-    counts = getattr(built, "counts", None)
-    summary.update(totals.mechanism(dict(counts) if isinstance(counts, dict) else None))
-    summary.update(approach=approach_of(policy), policy=policy.name)
-    summary.update(policy_options(policy.options))
-    if config.model is not None and config.model.active:
-        summary["model_options"] = config.model.changed()
+    summary.update(totals.mechanism(_policy_counts(built)))
+    summary.update(_settings(policy, config))
     return summary
 
 
