@@ -135,6 +135,10 @@ class FakeOar:
             ids = [int(a) for a in args[2:] if a != "-j"]
             return Result(0, self._oarstat([self.jobs[i] for i in ids if i in self.jobs],
                                            full=True), "")
+        if args[:1] == ["cat"]:  # a shared file, read on the login host
+            text = self.files.get(args[1])
+            return Result(0, text, "") if text is not None else Result(
+                1, "", f"cat: {args[1]}: No such file or directory")
         if args[0] == "oardel":
             for arg in args[1:]:
                 self._delete(int(arg))

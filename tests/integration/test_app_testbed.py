@@ -107,8 +107,17 @@ def mpirun_rc(job: MpiJob) -> str:
 
 
 def wait_progress(job: MpiJob, iteration: int) -> None:
-    wait_for(lambda: int((job.progress() or {}).get("iteration", 0)) >= iteration, 120,
-             f"the program to reach iteration {iteration}")
+    """Wait until the program reports ``iteration``; fail at once, saying what the job left
+    behind, if mpirun has ended before."""
+    def reached() -> bool:
+        if int((job.progress() or {}).get("iteration", 0)) >= iteration:
+            return True
+        if job.exit_code() is not None:
+            pytest.fail(f"the program ended before iteration {iteration}: {job.describe()}")
+        return False
+
+    wait_for(reached, 120, f"the program to reach iteration {iteration}",
+             explain=job.describe)
 
 
 JACOBI = ("--iterations", "60", "--size", "96", "--delay", "0.15", "--max", "6")

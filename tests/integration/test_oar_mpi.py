@@ -28,7 +28,10 @@ from tests.fakes.waits import own_testbed, wait_for
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 OAR4 = Topology("oar-mpi", (Site("grid", 4, containers=2, kind="oar"),))
-JACOBI = ("--iterations", "60", "--size", "96", "--delay", "0.15", "--max", "4")
+#: 150 iterations: the grow is asked at iteration 15 and OAR starts the extension jobs
+#: in its own scheduling rounds. With 60, a CI run's program took the offer near its end
+#: and had finished by the time the test read the collection back (0 nodes, not 4).
+JACOBI = ("--iterations", "150", "--size", "96", "--delay", "0.15", "--max", "4")
 
 
 def _live(tb: Testbed) -> list[int]:
@@ -74,9 +77,11 @@ def test_jacobi_grows_on_oar_and_ends_with_the_fixed_checksum(
         job.wait_started(300)
         assert job.size == 2
         wait_for(lambda: int((job.progress() or {}).get("iteration", 0)) >= 15, 300,
-                 "Jacobi at iteration 15")
+                 "Jacobi at iteration 15", explain=job.describe)
         grow = job.resize_to(4)
         assert (grow.after, grow.error) == (4, ""), grow
+        assert job.exit_code() is None, (f"the program ended before its collection could be "
+                                         f"read back; the grow took {grow.seconds:.1f} s")
         assert len(job.extensions) == 2 and len(job.allocation()) == 4  # base 2 + 2 extensions
         hosts = {host for _, host in job.nodes}
         assert hosts == {"grid-c0", "grid-c1"}, job.nodes  # the new ranks span both containers

@@ -199,3 +199,16 @@ def test_a_read_that_times_out_is_not_there_yet() -> None:
     shell = NodeShell(Slow())  # type: ignore[arg-type]
     assert shell.read("n1", "/tmp/x") is None
     assert shell.read("n1", "/tmp/x") == "n1 c0\n"
+
+
+def test_describe_says_the_state_the_progress_and_what_mpirun_left() -> None:
+    site = FakeSite()
+    job, _ = started_job(site)
+    ch = "/tmp/malleable-run/7/ch"
+    site.files[("c0", f"{ch}/progress.json")] = '{"iteration": 3, "size": 2}'
+    site.files[("c0", f"{ch}/mpirun_rc")] = "1\n"
+    site.files[("c0", f"{ch}/exit")] = "1\n"
+    said = job.describe()
+    assert said.startswith("job 7: RUNNING")
+    assert "progress {'iteration': 3, 'size': 2}" in said and "exit 1" in said
+    assert "mpirun rc 1" in said

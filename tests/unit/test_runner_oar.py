@@ -153,3 +153,14 @@ def test_whether_the_job_ended_is_asked_of_oar_not_scontrol() -> None:
     assert not any(c[0] == "scontrol" for c in fake.calls), fake.calls
     with pytest.raises(ExternalError, match="ended without an exit code"):
         job.wait_finished(5.0)
+
+
+def test_describe_asks_oar_for_the_state_and_reads_the_stderr_oar_kept() -> None:
+    fake = FakeOar([f"grid-n{k}" for k in range(1, 5)])
+    job = _job(fake)
+    job_id = job.submit(2)
+    job.batch = "grid-n1"
+    fake.files[f"/home/malleable/.malleable/run/OAR.{job_id}.stderr"] = "ORTE was unable\n"
+    said = job.describe()
+    assert said.startswith(f"job {job_id}: RUNNING") and "progress None" in said
+    assert said.endswith("mpirun rc none, stderr: ORTE was unable")

@@ -150,6 +150,14 @@ class MpiJob:
         return (f"mpirun rc {rc.strip() if rc else 'none'}, nodes file "
                 f"{'present' if listed else 'absent'}, output: {out or '(empty)'}")
 
+    def describe(self) -> str:
+        """One line on where the job stands (its state, the program's last progress, and
+        what :meth:`_postmortem` reads), for a wait that timed out."""
+        fields = self.job_fields(patience=5.0)
+        return (f"job {self.slurm_id}: {fields.get('JobState', 'gone')} "
+                f"(reason {fields.get('Reason', '')}), progress {self.progress()}, "
+                f"exit {self.exit_code()}; {self._postmortem(fields)}")
+
     def job_fields(self, patience: float = 30.0) -> dict[str, str]:
         """``scontrol -o show job`` as a dict ({} once Slurm forgot the job). A failed
         scontrol (a slow controller) is tried again for up to ``patience`` seconds, then
