@@ -12,6 +12,7 @@ import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -211,6 +212,44 @@ def test_one_connection_is_reused(sshd: Sshd) -> None:
     ssh.close()
     ssh.run(["true"], timeout=10)
     assert ssh.transport is not first
+    ssh.close()
+
+
+def test_a_connection_is_replaced_after_max_channels_commands(sshd: Sshd) -> None:
+    # paramiko's Transport keeps every channel id it opened (channels_seen): a long-lived
+    # service must not keep one connection for ever
+    ssh = SSHRunner(sshd.target(), max_channels=3)
+    ssh.run(["true"], timeout=10)
+    first = ssh.transport
+    assert first is not None
+    ssh.run(["true"], timeout=10)
+    ssh.run(["true"], timeout=10)
+    assert ssh.transport is first and len(first.channels_seen) == 3
+    assert ssh.run(["echo", "fourth"], timeout=10).stdout == "fourth\n"
+    second = ssh.transport
+    assert second is not first and second is not None and not first.is_active()
+    assert len(second.channels_seen) == 1
+    ssh.close()
+
+
+def test_a_worn_connection_is_not_replaced_under_a_running_command(sshd: Sshd) -> None:
+    ssh = SSHRunner(sshd.target(), max_channels=1)
+    ssh.run(["true"], timeout=10)  # the connection has served its one command
+    first = ssh.transport
+    out: list[str] = []
+    slow = threading.Thread(target=lambda: out.append(
+        ssh.run(["sh", "-c", "sleep 1; echo slow"], timeout=20).stdout))
+    slow.start()  # a new connection (the worn one had no command in flight)
+    deadline = time.monotonic() + 10
+    while ssh.transport in (first, None) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    busy = ssh.transport
+    assert busy is not first and busy is not None
+    time.sleep(0.2)  # the slow command is running on ``busy``: it is worn, yet in use
+    assert ssh.run(["echo", "quick"], timeout=10).stdout == "quick\n"
+    assert ssh.transport is busy  # shared, not replaced while the slow command runs
+    slow.join(20)
+    assert out == ["slow\n"]  # not cut off by the quick command's connection
     ssh.close()
 
 

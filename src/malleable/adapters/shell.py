@@ -163,38 +163,66 @@ class _AliasPolicy(paramiko.MissingHostKeyPolicy):
             raise paramiko.BadHostKeyException(hostname, key, pinned[key.get_name()])
 
 
+#: Commands one SSH connection serves before it is replaced by a new one (between two
+#: commands, when none is in flight). paramiko's ``Transport`` remembers the id of every
+#: channel it ever opened (``channels_seen``, never pruned; paramiko issue #1685): a
+#: service running a command every few seconds for months would grow without end.
+MAX_CHANNELS = 10_000
+
+
 class SSHRunner:
     """Runs commands on one host over a single, reused SSH connection (paramiko).
 
     The constructor does no I/O: the connection opens on the first :meth:`run` and
-    is opened again after a failure or :meth:`close`. Host keys must be in
-    ``target.known_hosts``; an unknown or changed key is refused. ``missing_host_key``
-    exists for tests only.
+    is opened again after a failure or :meth:`close`, and after ``max_channels``
+    commands (see :data:`MAX_CHANNELS`). Host keys must be in ``target.known_hosts``;
+    an unknown or changed key is refused. ``missing_host_key`` exists for tests only.
     """
 
     def __init__(self, target: SSHTarget,
-                 missing_host_key: paramiko.MissingHostKeyPolicy | None = None) -> None:
+                 missing_host_key: paramiko.MissingHostKeyPolicy | None = None,
+                 max_channels: int = MAX_CHANNELS) -> None:
         self.target = target
+        self.max_channels = max_channels
         self._policy = missing_host_key or paramiko.RejectPolicy()
         self._client: paramiko.SSHClient | None = None
         self._lock = threading.Lock()
+        self._served = 0  # commands started on the current connection
+        self._in_flight = 0  # ... and not ended yet
+        self._generation = 0  # which connection (a command ends on the one it began on)
 
     # ------------------------------------------------------------ connection
 
-    def _connect(self) -> paramiko.Transport:
+    def _connect(self) -> tuple[paramiko.Transport, int]:
+        """The live transport and its generation, one more command counted in flight on
+        it (the caller ends it with :meth:`_done`)."""
         with self._lock:
             client = self._client
             if client is not None:
                 transport = client.get_transport()
-                if transport is not None and transport.is_active():
-                    return transport
+                worn = self._served >= self.max_channels and self._in_flight == 0
+                if transport is not None and transport.is_active() and not worn:
+                    self._served += 1
+                    self._in_flight += 1
+                    return transport, self._generation
+                if worn:
+                    logger.info("ssh: %s served %d commands: opening a new connection",
+                                self.target.label, self._served)
                 client.close()
+            self._client = None
             self._client = self._open()
+            self._generation += 1
+            self._served, self._in_flight = 1, 1
             transport = self._client.get_transport()
             if transport is None:  # pragma: no cover - paramiko sets it on connect
                 raise ExternalError(f"ssh {self.target.label}: no transport after connect")
             transport.set_keepalive(30)
-            return transport
+            return transport, self._generation
+
+    def _done(self, generation: int) -> None:
+        with self._lock:
+            if generation == self._generation:
+                self._in_flight -= 1
 
     def _open(self) -> paramiko.SSHClient:
         t = self.target
@@ -240,6 +268,8 @@ class SSHRunner:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+            self._served = self._in_flight = 0
+            self._generation += 1
 
     @property
     def transport(self) -> paramiko.Transport | None:
@@ -253,16 +283,20 @@ class SSHRunner:
         args = _validate(argv, timeout)
         deadline = time.monotonic() + timeout
         command = shlex.join(args)
-        transport = self._connect()
+        transport, generation = self._connect()
         try:
-            channel = transport.open_session(timeout=_left(deadline))
-        except (paramiko.SSHException, OSError, EOFError) as exc:
-            self.close()
-            raise ExternalError(f"ssh {self.target.label}: cannot open a channel: {exc}") from None
-        try:
-            result = self._exchange(channel, command, input, args, deadline, timeout)
+            try:
+                channel = transport.open_session(timeout=_left(deadline))
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                self.close()
+                raise ExternalError(f"ssh {self.target.label}: cannot open a channel: "
+                                    f"{exc}") from None
+            try:
+                result = self._exchange(channel, command, input, args, deadline, timeout)
+            finally:
+                channel.close()
         finally:
-            channel.close()
+            self._done(generation)
         logger.debug("ssh %s ran %s: rc=%d", self.target.label, command, result.rc)
         return _checked(args, result, check)
 
