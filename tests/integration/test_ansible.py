@@ -208,6 +208,9 @@ def test_site_yml_from_fresh_hosts_then_verified_as_an_administrator(site: Site)
              60, "malleable manager status to answer")
     answer = json.loads(site.sh("ctl", status, user="malleable"))
     assert answer, answer
+    pid = site.sh("ctl", "cat /run/malleable-manager.pid").strip()
+    environ = site.sh("ctl", f"tr '\\0' '\\n' < /proc/{pid}/environ")
+    assert "MALLOC_ARENA_MAX=2" in environ.splitlines(), environ  # the role's default
 
     job = site.sh("ctl", "cd && malleable submit --min 1 --max 2 --initial 1 -- sleep 600",
                   user="alice").strip()

@@ -86,6 +86,16 @@ def _job(tb: Testbed, site: str, job: str) -> dict[str, str]:
     return dict(f.split("=", 1) for f in out.split() if "=" in f)
 
 
+def unit_environment() -> dict[str, str]:
+    """The ``Environment=`` settings of the systemd unit shipped in the package."""
+    import malleable.site
+
+    unit = Path(malleable.site.__file__).parent / "malleable-manager.service"
+    pairs = (line.removeprefix("Environment=").split("=", 1)
+             for line in unit.read_text().splitlines() if line.startswith("Environment="))
+    return {key: value for key, value in pairs}
+
+
 class Serve:
     """``manager serve`` in the vu controller as ``malleable``; its log; its signals."""
 
@@ -104,8 +114,10 @@ class Serve:
                      user="malleable", input_text=text, timeout=30, check=True)
 
     def start(self) -> None:
-        self.sh(f"cd {HOME} && nohup sh -c 'malleable manager serve --config {self.config}; "
-                f"echo exit=$? >&2' >> {self.log} 2>&1 < /dev/null &")
+        # With the environment of the shipped systemd unit, as a site runs it.
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in unit_environment().items())
+        self.sh(f"cd {HOME} && {env} nohup sh -c 'malleable manager serve --config "
+                f"{self.config}; echo exit=$? >&2' >> {self.log} 2>&1 < /dev/null &")
 
     def pid(self) -> str:
         return self.sh("pgrep -u malleable -f '^python3 -m malleable manager serve' || true"
@@ -161,6 +173,9 @@ def test_the_service_grows_users_jobs_and_survives_restarts(
     forged = _sbatch(tb, "uva", "bob", 1, _tag(1, 4, user="alice"))
     assert _job(tb, "vu", alice)["JobState"] == "PENDING"  # held until the service places it
     serve.start()
+    wait_for(lambda: bool(serve.pid()), 30, "the service to start")
+    environ = serve.sh(f"tr '\\0' '\\n' < /proc/{serve.pid()}/environ")
+    assert "MALLOC_ARENA_MAX=2" in environ.splitlines()  # the unit's environment
 
     # alice's and bob's jobs are released and grown to their maximum, as Slurm shows
     wait_for(lambda: _job(tb, "vu", alice).get("NumNodes") == "3", 180, "alice's job at 3")

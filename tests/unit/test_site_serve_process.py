@@ -113,3 +113,16 @@ def test_unit_file_ships_with_the_package() -> None:
     assert "ExecReload=/bin/kill -HUP $MAINPID" in text
 
 
+def test_the_unit_and_the_ansible_role_limit_malloc_arenas_alike() -> None:
+    import malleable.site
+
+    unit = (Path(malleable.site.__file__).parent / "malleable-manager.service").read_text()
+    assert "Environment=MALLOC_ARENA_MAX=2" in unit.splitlines()
+    role = Path(__file__).resolve().parents[2] / "ansible" / "roles" / "malleable_manager"
+    defaults = (role / "defaults" / "main.yml").read_text()
+    assert "malleable_manager_malloc_arena_max: 2" in defaults.splitlines()
+    for template in ("malleable-manager.init.j2", "venv-path.conf.j2"):
+        assert "MALLOC_ARENA_MAX={{ malleable_manager_malloc_arena_max }}" in \
+            (role / "templates" / template).read_text(), template
+
+
