@@ -66,7 +66,8 @@ def _site(name: str, gate: Gate, store: Store | None, pending: bool = True) -> S
     ctl = SlurmCtl(gate)  # type: ignore[arg-type]
     resizer = Resizer(ctl, run_tag=RUN, sleep=lambda s: None)
     return SlurmCluster(name, ctl, clock, RUN, Payload(0.01), resizer=resizer, journal=store,
-                        negotiations=Negotiations(name) if pending else None)
+                        negotiations=Negotiations(name) if pending else None,
+                        pending_expansions=pending)
 
 
 def _spec(job_id: str, kind: JobKind = JobKind.MALLEABLE, size: int = 2,

@@ -21,13 +21,13 @@
   on stdin), cancel with scancel, and shrink/expand through
   :class:`~malleable.adapters.slurm.resize.Resizer`: every resize is confirmed by
   reading the job back and answered with the size Slurm shows, not the one asked.
-* **Pending expansions**: with :attr:`SlurmCluster.negotiations` set, a grow offer is
-  answered :data:`~malleable.resources.PENDING` and the expansion (``salloc`` wait,
-  hand-over, confirmation: seconds) runs in a worker; its result comes later as a job
-  event (:mod:`malleable.adapters.pending`). Meanwhile the view shows the job
-  ``growing``, the nodes it is about to take are not counted idle, and the job is not
-  offered another resize. Shrinks (one ``scontrol update`` and its confirmation) are
-  answered at once.
+* **Pending expansions**: with :attr:`SlurmCluster.negotiations` set and
+  :attr:`SlurmCluster.pending_expansions` (off by default), a grow offer is answered
+  :data:`~malleable.resources.PENDING` and the expansion (``salloc`` wait, hand-over,
+  confirmation: seconds) runs in a worker; its result comes later as a job event
+  (:mod:`malleable.adapters.pending`). Meanwhile the view shows the job ``growing``, the
+  nodes it is about to take are not counted idle, and the job is not offered another
+  resize. Shrinks (one ``scontrol update`` and its confirmation) are answered at once.
 """
 
 from __future__ import annotations
@@ -128,7 +128,12 @@ class SlurmCluster:
     removed by its own expansion: several may run at once, in workers)."""
     _expanding_lock: threading.Lock = field(default_factory=threading.Lock)
     negotiations: Negotiations | None = None
-    """Where grows answered PENDING run (None: every answer at once)."""
+    """Where negotiations answered PENDING run (None: every answer at once): the MPI
+    programs' answers (:class:`~malleable.site.adapter.SiteSlurm`,
+    :class:`~malleable.runner.site.MpiSite`), and expansions if :attr:`pending_expansions`."""
+    pending_expansions: bool = False
+    """Whether a plain expansion (no MPI program) answers PENDING too, with
+    :attr:`negotiations` set."""
     close_wait: float = 30.0
     """Seconds :meth:`close` waits for negotiations in flight to end."""
     _poll_began: float = 0.0
@@ -599,6 +604,13 @@ class SlurmCluster:
         if slurm_id is not None:
             self._by_slurm[slurm_id] = spec.id
 
+    def size_of(self, job_id: str) -> int | None:
+        """The size this site last knew of a running job it follows (None: not running)."""
+        mine = self._mine.get(job_id)
+        if mine is None or not mine.started or mine.finished:
+            return None
+        return mine.size
+
     def slurm_id(self, job_id: str) -> int | None:
         mine = self._mine.get(job_id)
         return None if mine is None else mine.slurm_id
@@ -611,7 +623,7 @@ class SlurmCluster:
         if accepted <= 0:
             return 0
         target = mine.size + accepted
-        if self.negotiations is not None:
+        if self.negotiations is not None and self.pending_expansions:
             return self._pending(mine, "grow", accepted,
                                  lambda: self._resize(mine, target, answer="grow"))
         return max(0, self._resize(mine, target).changed)
@@ -657,6 +669,23 @@ class SlurmCluster:
                 or (self.negotiations is not None and job_id in self.negotiations)):
             return None
         return mine
+
+    def negotiate(self, job_id: str, kind: str, amount: int,
+                  work: Callable[[], tuple[int, str]]) -> int:
+        """Run a slow resize of a job this site follows as a pending negotiation (the MPI
+        runner's: the program's answer over its channel). ``work`` returns the job's size
+        after it (nodes) and, when it did not change as asked, why; it is answered as a
+        job event. PENDING, or 0 when none can begin (no :attr:`negotiations`, the job
+        not followed or not running, one in flight, no worker free)."""
+        mine = self._resizable(job_id)
+        if mine is None or self.negotiations is None or amount <= 0:
+            return 0
+
+        def run() -> None:
+            after, reason = work()
+            self._answer(mine, kind, after, reason)
+
+        return self._pending(mine, kind, amount, run)
 
     def _pending(self, mine: _Mine, kind: str, amount: int, work: Callable[[], object]) -> int:
         """Run ``work`` (which ends with :meth:`_answer`) in a worker: PENDING, or 0 when
