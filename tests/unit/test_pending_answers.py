@@ -263,3 +263,27 @@ def test_pending_is_what_the_adapter_answers() -> None:
     gate.opened.set()
     _settle(site)
     assert [(e.answer, e.amount, e.size) for e in site.drain_events()] == [("grow", 2, 4)]
+
+
+def test_an_mpi_program_s_answers_are_pending_in_the_runner_s_site() -> None:
+    """MpiSite over a SlurmCluster with negotiations: the program's answer to a grow and to
+    a shrink (over its file channel, tests/fakes/mpi_slurm.py) comes back as events."""
+    from tests.fakes.drivers import mpi_fake_driver
+
+    driver = mpi_fake_driver()
+    assert driver.slurm is not None
+    driver.slurm.negotiations = Negotiations("vu")
+    rm = driver.rm
+    assert rm.start(driver.spec("a", 2), 2) == 2
+    driver.wait(lambda: "a" in rm.observe().running, "a to run")
+    driver.drain()
+    assert rm.offer_grow("a", 2) == PENDING
+    _settle(driver.slurm)
+    grown = [e for e in rm.drain_events() if e.answer]
+    assert [(e.answer, e.amount, e.size) for e in grown] == [("grow", 2, 4)]
+    assert rm.observe().running["a"].size == 4
+    assert rm.request_shrink("a", 1, False) == PENDING
+    _settle(driver.slurm)
+    shrunk = [e for e in rm.drain_events() if e.answer]
+    assert [(e.answer, e.amount, e.size) for e in shrunk] == [("shrink", 1, 3)]
+    assert rm.observe().running["a"].size == 3
