@@ -14,6 +14,12 @@ Each site is observed and acted on behind its own error boundary: a site that fa
 (:class:`~malleable.errors.ExternalError`) is shown offline in the view and backed off
 (:mod:`malleable.health`); the other sites go on in the same cycle.
 
+An adapter may answer a grow offer or a shrink request :data:`~malleable.resources.PENDING`
+(a Slurm expansion, an MPI program's answer): the policy hears 0 for it, the job is left
+alone (no other grow or shrink is sent to it) until the answer arrives as a job event,
+and the ``grow``/``shrink`` operation is recorded then, with what the job took or gave
+(nothing for a refusal), so ``jobs.csv`` and the journal keep "accepted" semantics.
+
 Whatever the policy, the applications' own grow requests are then granted from the
 nodes it left free (:mod:`malleable.policies.requests`, voluntary as in KOALA), on
 every cluster set where requests can come from: some adapter reports the
@@ -48,7 +54,7 @@ from malleable.model import (
 )
 from malleable.policies.base import Policy, negotiate
 from malleable.policies.requests import honour_requests
-from malleable.resources import Capability, JobEvent, ResourceManager
+from malleable.resources import PENDING, Capability, JobEvent, ResourceManager
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +118,8 @@ class Manager:
     health: dict[str, SiteHealth] = field(default_factory=dict)
     """Per-site health, filled at a site's first failure or by the real-time driver (a
     run whose sites never fail, a simulation, takes the plain path)."""
+    in_flight: dict[str, str] = field(default_factory=dict)
+    """Jobs whose grow or shrink an adapter answered PENDING: ``grow`` or ``shrink``."""
 
     def __post_init__(self) -> None:
         self._queue_view = _QueueView(self._queue)
@@ -320,8 +328,21 @@ class Manager:
         if event.state.finished:
             record.finish(event.time, event.state, event.reason)
             self._active.discard(event.job_id)
+            self.in_flight.pop(event.job_id, None)
         elif event.state is JobState.RUNNING:
             record.resize(event.time, event.size)
+        if event.answer:
+            self._answered(event)
+
+    def _answered(self, event: JobEvent) -> None:
+        """A pending grow or shrink answered: record what the job took or gave back."""
+        self.in_flight.pop(event.job_id, None)
+        cluster = self._where.get(event.job_id, "")
+        if event.amount > 0:
+            self._log(Operation(event.time, event.answer, event.job_id, cluster, event.amount))
+        else:
+            logger.info("%s of %s on %s refused: %s", event.answer, event.job_id, cluster,
+                        event.reason or "no reason given")
 
     def _may_retry(self, event: JobEvent) -> bool:
         return self.retries.get(event.job_id, 0) < self.max_retries
@@ -330,6 +351,7 @@ class Manager:
         """The job goes back to the queue: given back by its adapter, or retried."""
         job_id = event.job_id
         cluster = self._where.pop(job_id, "")
+        self.in_flight.pop(job_id, None)
         reason = event.reason
         if event.state is not JobState.WAITING:
             attempt = self.retries[job_id] = self.retries.get(job_id, 0) + 1
@@ -412,21 +434,27 @@ class Manager:
 
     def _grow(self, job_id: str, offer: int, now: float) -> int:
         cluster = self._where.get(job_id)
-        if cluster is None or offer <= 0:
+        if cluster is None or offer <= 0 or job_id in self.in_flight:
             return 0
         accepted = self.clusters[cluster].offer_grow(job_id, offer)
-        if accepted:
+        if accepted == PENDING:
+            self.in_flight[job_id] = "grow"
+            return 0
+        if accepted > 0:
             self._log(Operation(now, "grow", job_id, cluster, accepted))
-        return accepted
+        return max(0, accepted)
 
     def _shrink(self, job_id: str, amount: int, mandatory: bool, now: float) -> int:
         cluster = self._where.get(job_id)
-        if cluster is None or amount <= 0:
+        if cluster is None or amount <= 0 or job_id in self.in_flight:
             return 0
         released = self.clusters[cluster].request_shrink(job_id, amount, mandatory)
-        if released:
+        if released == PENDING:
+            self.in_flight[job_id] = "shrink"
+            return 0
+        if released > 0:
             self._log(Operation(now, "shrink", job_id, cluster, released))
-        return released
+        return max(0, released)
 
     def _cancel(self, job_id: str, reason: str, now: float, placed: list[str]) -> None:
         cluster = self._where.get(job_id)

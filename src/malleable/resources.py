@@ -39,6 +39,10 @@ class JobEvent:
     manager's queue (its submission never reached the resource manager). ``retriable``
     marks a failure that was not the job's fault (a node failed under it): the manager
     may submit it again (``Manager.max_retries``).
+
+    ``answer`` is ``grow`` or ``shrink`` when the event answers an offer or a request the
+    adapter answered :data:`PENDING`: ``amount`` is how many nodes the job took or gave
+    back (0: refused, ``reason`` says why) and ``size`` its size after it.
     """
 
     time: float
@@ -47,6 +51,17 @@ class JobEvent:
     size: int
     reason: str = ""
     retriable: bool = False
+    answer: str = ""
+    amount: int = 0
+
+
+PENDING = -1
+"""What ``offer_grow`` or ``request_shrink`` may answer when the negotiation takes a while:
+it goes on in the adapter's worker, and its result comes later as a :class:`JobEvent`
+with ``answer`` set. Meanwhile the adapter's view shows the job ``growing`` (or
+``releasing``) and refuses another negotiation for it. The manager gives the policy 0
+for it (nothing done now) and records the operation when the answer arrives. Simulated
+clusters never answer PENDING."""
 
 
 @runtime_checkable
@@ -65,11 +80,13 @@ class ResourceManager(Protocol):
         ...
 
     def offer_grow(self, job_id: str, offer: int) -> int:
-        """Offer ``offer`` more nodes to a running job; allocate what it accepts; return that."""
+        """Offer ``offer`` more nodes to a running job; allocate what it accepts; return
+        that, or :data:`PENDING` (the answer comes later as an event)."""
         ...
 
     def request_shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
-        """Ask a running job to release ``amount`` nodes; return how many it will release.
+        """Ask a running job to release ``amount`` nodes; return how many it will release,
+        or :data:`PENDING` (the answer comes later as an event).
 
         The nodes count as idle only once released (the adapter's next view shows it).
         """

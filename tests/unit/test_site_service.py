@@ -247,6 +247,8 @@ def test_an_mpi_job_without_its_channel_is_not_resized(tmp_path: Path,
     caplog.set_level(logging.WARNING, "malleable.site.adapter")
     service, driver = _open(tmp_path, sites)
     _cycle(driver, 4)  # placed and followed; FPSMA would grow it into the idle nodes
+    negotiations = service.adapters["vu"].negotiations
+    assert negotiations is not None and negotiations.wait(5.0) == []  # answered in a worker
     assert alice.state == "RUNNING" and len(alice.nodes) == 1
     assert not any("expand" in " ".join(c) for c in fake.calls)
     lines = [r.getMessage() for r in caplog.records if "event=mpi_no_channel" in r.getMessage()]

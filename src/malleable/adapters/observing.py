@@ -5,6 +5,7 @@ manager's timestamps clamped into the run's clock.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Generic, TypeVar
@@ -51,18 +52,23 @@ class EventLog:
     A resource manager dates starts and ends in whole seconds while a resize is dated
     when it is confirmed, so one batch may hold them out of order: it is sorted
     (stably, so each job's own events keep their order), and an event dated before the
-    last one handed out is dated at that event instead.
+    last one handed out is dated at that event instead. Events may be appended from
+    other threads (the answers of pending negotiations).
     """
 
     def __init__(self) -> None:
         self._pending: list[JobEvent] = []
         self._handed_out = float("-inf")
+        self._lock = threading.Lock()
 
     def append(self, event: JobEvent) -> None:
-        self._pending.append(event)
+        with self._lock:
+            self._pending.append(event)
 
     def drain(self) -> list[JobEvent]:
-        events, self._pending = sorted(self._pending, key=lambda e: e.time), []
+        with self._lock:
+            events, self._pending = self._pending, []
+        events.sort(key=lambda e: e.time)
         for i, event in enumerate(events):
             if event.time < self._handed_out:
                 events[i] = replace(event, time=self._handed_out)

@@ -9,6 +9,11 @@ submission, cancellation) and hands the jobs whose application is an MPI program
   returns what it accepted (the rest went back to Slurm);
 * ``request_shrink`` asks the program to leave nodes, then shrinks the allocation;
   a mandatory shrink the program does not honour is logged as failed (0 released);
+* when the wrapped cluster has :attr:`~malleable.adapters.slurm.cluster.SlurmCluster.
+  negotiations`, both answer :data:`~malleable.resources.PENDING` for an MPI job: the
+  program's answer (up to ``MpiJob.answer_timeout`` seconds, then as long again to
+  withdraw the offer) is awaited in a worker and comes back as a job event; the job's
+  own requests are not relayed while it negotiates;
 * the program's own requests (``request-N.json``) are relayed as voluntary
   resizes: a request to shrink is carried out at once (the program gives nodes
   back, as in KOALA), a request to grow is kept and shown to policies as the
@@ -27,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+from malleable.adapters.pending import Negotiations
 from malleable.adapters.slurm.cluster import SlurmCluster
 from malleable.adapters.slurm.payload import Payload
 from malleable.errors import ExternalError
@@ -71,6 +77,8 @@ class MpiSite:
     jobs: dict[str, MpiJob] = field(default_factory=dict)
     specs: dict[str, JobSpec] = field(default_factory=dict)
     requested: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    """Why each job's latest resize did not go as asked (the answer's reason)."""
 
     @property
     def name(self) -> str:
@@ -127,9 +135,36 @@ class MpiSite:
                 return None
         return job
 
+    @property
+    def _negotiations(self) -> Negotiations | None:
+        return getattr(self.cluster, "negotiations", None)  # a stand-in cluster may lack it
+
+    def _negotiating(self, job_id: str) -> bool:
+        negotiations = self._negotiations
+        return negotiations is not None and job_id in negotiations
+
     def offer_grow(self, job_id: str, offer: int) -> int:
         if Capability.EXPAND not in self.capabilities:
             return 0
+        if job_id in self.jobs and self._negotiations is not None:
+            return self._pending(job_id, "grow", offer, lambda: self._grow(job_id, offer))
+        return self._grow(job_id, offer)
+
+    def _pending(self, job_id: str, kind: str, amount: int, work: Callable[[], int]) -> int:
+        """The program's answer in a worker of the cluster's negotiations: PENDING."""
+        before = self.cluster.size_of(job_id)
+        if before is None or self._negotiating(job_id):
+            return 0
+        sign = 1 if kind == "grow" else -1
+
+        def run() -> tuple[int, str]:
+            changed = work()
+            after = before + sign * changed
+            return after, "" if changed else self.errors.pop(job_id, "") or "not taken"
+
+        return self.cluster.negotiate(job_id, kind, amount, run)
+
+    def _grow(self, job_id: str, offer: int) -> int:
         job = self._running(job_id)
         if job is None:
             return self.cluster.offer_grow(job_id, offer) if job_id not in self.jobs else 0
@@ -138,6 +173,7 @@ class MpiSite:
             return 0
         change = job.grow(offer)
         self.cluster.invalidate()
+        self.errors[job_id] = change.error
         if change.error:
             logger.warning("%s: growing %s: %s", self.name, job_id, change.error)
         if job_id in self.requested and job.size >= self.requested[job_id]:
@@ -147,6 +183,12 @@ class MpiSite:
     def request_shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
         if Capability.SHRINK not in self.capabilities:
             return 0
+        if job_id in self.jobs and self._negotiations is not None:
+            return self._pending(job_id, "shrink", amount,
+                                 lambda: self._shrink(job_id, amount, mandatory))
+        return self._shrink(job_id, amount, mandatory)
+
+    def _shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
         job = self._running(job_id)
         if job is None:
             if job_id in self.jobs:
@@ -157,6 +199,7 @@ class MpiSite:
             return 0
         change = job.shrink(amount, mandatory)
         self.cluster.invalidate()
+        self.errors[job_id] = change.error
         if change.error:
             level = logging.ERROR if mandatory else logging.INFO
             logger.log(level, "%s: shrinking %s: %s", self.name, job_id, change.error)
@@ -164,6 +207,7 @@ class MpiSite:
 
     def cancel(self, job_id: str) -> None:
         self.requested.pop(job_id, None)
+        self.errors.pop(job_id, None)
         job = self.jobs.pop(job_id, None)
         self.specs.pop(job_id, None)
         if job is None:
@@ -185,7 +229,7 @@ class MpiSite:
     def _relay_requests(self) -> None:
         """The programs' own requests: shrink now, or keep a grow request for the policy."""
         for job_id, job in list(self.jobs.items()):
-            if not self._started(job_id, job):
+            if self._negotiating(job_id) or not self._started(job_id, job):
                 continue
             if job.ended():
                 self.requested.pop(job_id, None)  # a request ends with its job

@@ -18,7 +18,10 @@ differences:
   channel (:mod:`malleable.site.channel`): the runner's
   :class:`~malleable.runner.job.MpiJob` protocol (expand, stage, offer, answer, give
   back) with every file and node operation done by the job's own agent, as its user.
-  Without an open channel such a job is not resized (logged once).
+  Without an open channel such a job is not resized (logged once). With
+  :attr:`negotiations` (the service sets them) the program's answer is awaited in a
+  worker: ``offer_grow``/``request_shrink`` answer :data:`~malleable.resources.PENDING`
+  and the result comes back as a job event.
 """
 
 from __future__ import annotations
@@ -97,6 +100,7 @@ class SiteSlurm(SlurmCluster):
             self.account = self.ctl.user or getpass.getuser()
 
     def refresh(self) -> None:
+        self._began()
         poll = self.ctl.poll()
         now = self.clock.now()
         self._discover(poll)
@@ -216,7 +220,11 @@ class SiteSlurm(SlurmCluster):
         mine = self._resizable(job_id)
         if mine is None or offer <= 0:
             return 0
-        return max(0, self._mpi_resize(job_id, mine.spec.accepts(mine.size, offer)))
+        delta = mine.spec.accepts(mine.size, offer)
+        if self.negotiations is not None and delta > 0:
+            return self._pending(mine, "grow", delta,
+                                 lambda: self._mpi_resize(job_id, delta, answer="grow"))
+        return max(0, self._mpi_resize(job_id, delta))
 
     def request_shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
         if not self._is_mpi(job_id):
@@ -224,8 +232,11 @@ class SiteSlurm(SlurmCluster):
         mine = self._resizable(job_id)
         if mine is None or amount <= 0:
             return 0
-        return max(0, -self._mpi_resize(job_id, -mine.spec.releases(mine.size, amount),
-                                        mandatory))
+        released = mine.spec.releases(mine.size, amount)
+        if self.negotiations is not None and released > 0:
+            return self._pending(mine, "shrink", released, lambda: self._mpi_resize(
+                job_id, -released, mandatory, answer="shrink"))
+        return max(0, -self._mpi_resize(job_id, -released, mandatory))
 
     def _mpi_job(self, job_id: str, slurm_id: int) -> MpiJob | None:
         """The job's runner state over its open channel (None: no channel, not started)."""
@@ -247,20 +258,36 @@ class SiteSlurm(SlurmCluster):
             self.mpi_jobs[job_id] = job
         return job if job.poll_started() else None
 
-    def _mpi_resize(self, job_id: str, delta: int, mandatory: bool = False) -> int:
-        """Grow (``delta`` > 0) or shrink an MPI job through its channel; nodes changed."""
+    def _mpi_resize(self, job_id: str, delta: int, mandatory: bool = False,
+                    answer: str = "") -> int:
+        """Grow (``delta`` > 0) or shrink an MPI job through its channel; nodes changed.
+        With ``answer`` (``grow``/``shrink``: a pending negotiation, in a worker) the
+        result, a refusal included, is emitted as the answer's job event."""
+        mine = self._mine[job_id]
+        before = mine.size
+        after, reason = self._mpi_change(job_id, delta, mandatory)
+        if answer:
+            self._answer(mine, answer, after, reason)
+        elif after != before:
+            self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, after))
+            mine.size = after
+        return after - before
+
+    def _mpi_change(self, job_id: str, delta: int, mandatory: bool) -> tuple[int, str]:
+        """Resize an MPI job through its channel: its size after (nodes), and why it is
+        not the size asked ("" if it is)."""
         mine = self._mine[job_id]
         assert mine.slurm_id is not None  # _resizable checked
         if delta == 0:
-            return 0
+            return mine.size, "nothing to do"
         try:
             job = self._mpi_job(job_id, mine.slurm_id)
         except (ChannelError, ExternalError, ValueError) as exc:
             logger.warning("event=mpi_channel_failed site=%s job=%s reason=%r", self.name,
                            job_id, str(exc)[:200])
-            return 0
+            return mine.size, f"application channel: {str(exc)[:200]}"
         if job is None:
-            return 0
+            return mine.size, "its agent has not connected, or the program has not started"
         before, target = mine.size, mine.size + delta
         token = None
         if self.journal is not None:
@@ -283,7 +310,4 @@ class SiteSlurm(SlurmCluster):
         logger.info("event=mpi_resized site=%s job=%s processes=%d->%d nodes=%d->%d "
                     "outcome=%s%s", self.name, job_id, change.before, change.after, before,
                     after, outcome.value, f" error={change.error!r}" if change.error else "")
-        if after != before:
-            self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, after))
-            mine.size = after
-        return after - before
+        return after, change.error

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from malleable.adapters.pending import Negotiations
 from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.adapters.slurm.resize import ResizeResult
 from malleable.adapters.slurm.sites import ctl_for
@@ -342,7 +343,7 @@ def make_adapter(site: SiteConfig, clock: ScaledClock, info: RunInfo, store: Sto
         raise InputError(f"clusters.{site.name}.kind: the site service drives Slurm sites "
                          f"only, not {site.kind!r}")
     return SiteSlurm(site.name, ctl_factory(site), clock, info.run_id, reserve=site.reserve,
-                     speed=site.speed, journal=store)
+                     speed=site.speed, journal=store, negotiations=Negotiations(site.name))
 
 
 def open_service(config: ServiceConfig, ctl_factory: CtlFactory = ctl_for,

@@ -21,12 +21,20 @@
   on stdin), cancel with scancel, and shrink/expand through
   :class:`~malleable.adapters.slurm.resize.Resizer`: every resize is confirmed by
   reading the job back and answered with the size Slurm shows, not the one asked.
+* **Pending expansions**: with :attr:`SlurmCluster.negotiations` set and
+  :attr:`SlurmCluster.pending_expansions` (off by default), a grow offer is answered
+  :data:`~malleable.resources.PENDING` and the expansion (``salloc`` wait, hand-over,
+  confirmation: seconds) runs in a worker; its result comes later as a job event
+  (:mod:`malleable.adapters.pending`). Meanwhile the view shows the job ``growing``, the
+  nodes it is about to take are not counted idle, and the job is not offered another
+  resize. Shrinks (one ``scontrol update`` and its confirmation) are answered at once.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
@@ -35,6 +43,7 @@ import malleable.adapters.slurm.hostlist as hostlist
 import malleable.adapters.slurm.meta as meta
 from malleable import faults
 from malleable.adapters.observing import EventLog, SharedPoll, clamp_epoch
+from malleable.adapters.pending import Negotiations
 from malleable.adapters.shell import CommandTimeout
 from malleable.adapters.slurm.ctl import Poll, SlurmCtl
 from malleable.adapters.slurm.parse import SlurmJob, holds_nodes
@@ -43,7 +52,7 @@ from malleable.adapters.slurm.resize import Outcome, ResizeError, Resizer, Resiz
 from malleable.clock import Clock
 from malleable.errors import ExternalError
 from malleable.model import ClusterView, JobKind, JobSpec, JobState, RunningJob
-from malleable.resources import Capability, JobEvent
+from malleable.resources import PENDING, Capability, JobEvent
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +124,19 @@ class SlurmCluster:
     confirmed out of the queue, ``completing``: a ghost Slurm keeps with no nodes,
     ``stuck``: still there after every cancel)."""
     _expanding: set[int] = field(default_factory=set)
+    """Helper allocations held by an expansion of this process still running (each
+    removed by its own expansion: several may run at once, in workers)."""
+    _expanding_lock: threading.Lock = field(default_factory=threading.Lock)
+    negotiations: Negotiations | None = None
+    """Where negotiations answered PENDING run (None: every answer at once): the MPI
+    programs' answers (:class:`~malleable.site.adapter.SiteSlurm`,
+    :class:`~malleable.runner.site.MpiSite`), and expansions if :attr:`pending_expansions`."""
+    pending_expansions: bool = False
+    """Whether a plain expansion (no MPI program) answers PENDING too, with
+    :attr:`negotiations` set."""
+    close_wait: float = 30.0
+    """Seconds :meth:`close` waits for negotiations in flight to end."""
+    _poll_began: float = 0.0
     dead_nodes: frozenset[str] = frozenset()
     """The site's nodes down or not answering at the latest poll."""
     node_failures: list[dict[str, object]] = field(default_factory=list)
@@ -131,6 +153,7 @@ class SlurmCluster:
 
     def refresh(self) -> None:
         """Take one observation now (the driver calls this ahead of the cycle)."""
+        self._began()
         poll = self.ctl.poll()
         now = self.clock.now()
         self._bind(poll)
@@ -152,7 +175,15 @@ class SlurmCluster:
         self._stale()
 
     def close(self) -> None:
-        """Close the connection to the site (its jobs keep running)."""
+        """Close the connection to the site (its jobs keep running), once the negotiations
+        in flight have ended (:attr:`close_wait` seconds at most: one still running then
+        is left to the journal's intents, finished or rolled back at the next start)."""
+        if self.negotiations is not None:
+            left = self.negotiations.wait(self.close_wait)
+            if left:
+                logger.warning("%s: negotiations of %s still running after %.0f s; the next "
+                               "start with the same state finishes or rolls them back",
+                               self.name, ", ".join(left), self.close_wait)
         self.ctl.runner.close()
 
     def drain_events(self) -> Sequence[JobEvent]:
@@ -169,6 +200,8 @@ class SlurmCluster:
         nodes = [n for n in poll.nodes if partition is None or partition in n.partitions]
         claimed = sum(m.requested for m in self._mine.values()
                       if not m.started and not m.finished)
+        if self.negotiations is not None:  # grows about to take idle nodes
+            claimed += self.negotiations.acquiring()
         running: dict[str, RunningJob] = {}
         pending = 0
         for job in poll.jobs:
@@ -189,6 +222,11 @@ class SlurmCluster:
         mine = self._mine.get(self._by_slurm.get(job.job_id, ""))
         start = self.clock.from_epoch(job.start_time or 0.0)
         if mine is not None and not mine.finished:
+            flight = None if self.negotiations is None else self.negotiations.get(mine.spec.id)
+            if flight is not None:  # a negotiation in flight: policies leave it alone
+                grow = flight.amount if flight.kind == "grow" else 0
+                return RunningJob(mine.spec, self.name, job.nodes, start, True,
+                                  releasing=flight.amount - grow, growing=grow)
             return RunningJob(mine.spec, self.name, job.nodes, start, True)
         spec = JobSpec(f"slurm:{self.name}:{job.job_id}", JobKind.RIGID, job.nodes, job.nodes,
                        job.nodes, app="fixed", user=job.user)
@@ -296,7 +334,7 @@ class SlurmCluster:
             self._emit(mine, JobEvent(start, mine.spec.id, JobState.RUNNING, job.nodes))
             mine.started, mine.size = True, job.nodes
         elif (mine.started and job.state_raw.startswith("RUNNING") and job.nodes > 0
-              and job.nodes != mine.size):
+              and job.nodes != mine.size and self._quiet(mine.spec.id)):
             logger.info("%s: job %s now has %d nodes (was %d), changed outside the manager",
                         self.name, mine.spec.id, job.nodes, mine.size)
             self._emit(mine, JobEvent(now, mine.spec.id, JobState.RUNNING, job.nodes))
@@ -362,6 +400,17 @@ class SlurmCluster:
         self._events.append(JobEvent(now, mine.spec.id, JobState.WAITING, 0, reason))
         del self._mine[mine.spec.id]
 
+    def _began(self) -> None:
+        """A poll begins (for :meth:`_quiet`)."""
+        if self.negotiations is not None:
+            self._poll_began = self.negotiations.clock()
+
+    def _quiet(self, job_id: str) -> bool:
+        """Whether the latest poll shows the job's size as it is: no negotiation of it in
+        flight, or ended since the poll began (its answer says the size)."""
+        return self.negotiations is None or self.negotiations.quiet_since(job_id,
+                                                                          self._poll_began)
+
     def _emit(self, mine: _Mine, event: JobEvent) -> None:
         mine.changed = max(mine.changed, event.time)
         self._events.append(event)
@@ -385,19 +434,27 @@ class SlurmCluster:
         """
         running = {j.job_id for j in poll.jobs if j.state_raw.split(" ")[0] == "RUNNING"}
         queued: set[int] = set()
+        with self._expanding_lock:
+            expanding = set(self._expanding)
         for job in poll.jobs:
             tag = meta.decode(job.comment)
             if tag is None or tag.run != self.run_id or job.state.finished:
                 continue
             if tag.helper_for is not None:
                 queued.add(job.job_id)
-                if job.job_id not in self._expanding or tag.helper_for not in running:
+                if ((job.job_id not in expanding and self._parent_quiet(tag.helper_for))
+                        or tag.helper_for not in running):
                     self._stray_helper(job, tag.helper_for)
             elif tag.job is not None and self._extra_copy(tag.job, job.job_id):
                 logger.warning("%s: cancelling Slurm job %d, an extra copy of %s that this "
                                "run does not follow", self.name, job.job_id, tag.job)
                 self.ctl.cancel(job.job_id)
         self._helpers_gone(queued)
+
+    def _parent_quiet(self, parent: int) -> bool:
+        """No expansion of the helper's job in flight (nor ended since the poll began: its
+        helper is being granted or was just handed over, not a stray)."""
+        return self._quiet(self._by_slurm.get(parent, ""))
 
     def _extra_copy(self, job_id: str, slurm_id: int) -> bool:
         mine = self._mine.get(job_id)
@@ -454,7 +511,7 @@ class SlurmCluster:
         for mine in list(self._mine.values()):
             job = by_id.get(mine.slurm_id) if mine.slurm_id is not None else None
             if (job is None or mine.finished or not mine.started
-                    or job.state_raw.split(" ")[0] != "RUNNING"):
+                    or job.state_raw.split(" ")[0] != "RUNNING" or not self._quiet(mine.spec.id)):
                 continue
             lost = sorted(set(_nodes_of(job)) & self.dead_nodes)
             if lost and not {(job.job_id, n) for n in lost} <= self._lost:
@@ -547,6 +604,13 @@ class SlurmCluster:
         if slurm_id is not None:
             self._by_slurm[slurm_id] = spec.id
 
+    def size_of(self, job_id: str) -> int | None:
+        """The size this site last knew of a running job it follows (None: not running)."""
+        mine = self._mine.get(job_id)
+        if mine is None or not mine.started or mine.finished:
+            return None
+        return mine.size
+
     def slurm_id(self, job_id: str) -> int | None:
         mine = self._mine.get(job_id)
         return None if mine is None else mine.slurm_id
@@ -558,7 +622,11 @@ class SlurmCluster:
         accepted = mine.spec.accepts(mine.size, offer)
         if accepted <= 0:
             return 0
-        return max(0, self._resize(mine, mine.size + accepted).changed)
+        target = mine.size + accepted
+        if self.negotiations is not None and self.pending_expansions:
+            return self._pending(mine, "grow", accepted,
+                                 lambda: self._resize(mine, target, answer="grow"))
+        return max(0, self._resize(mine, target).changed)
 
     def request_shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
         mine = self._resizable(job_id)
@@ -597,11 +665,58 @@ class SlurmCluster:
     def _resizable(self, job_id: str) -> _Mine | None:
         mine = self._mine.get(job_id)
         if (mine is None or mine.slurm_id is None or not mine.started or mine.finished
-                or not mine.spec.malleable):
+                or not mine.spec.malleable
+                or (self.negotiations is not None and job_id in self.negotiations)):
             return None
         return mine
 
-    def _resize(self, mine: _Mine, target: int) -> ResizeResult:
+    def negotiate(self, job_id: str, kind: str, amount: int,
+                  work: Callable[[], tuple[int, str]]) -> int:
+        """Run a slow resize of a job this site follows as a pending negotiation (the MPI
+        runner's: the program's answer over its channel). ``work`` returns the job's size
+        after it (nodes) and, when it did not change as asked, why; it is answered as a
+        job event. PENDING, or 0 when none can begin (no :attr:`negotiations`, the job
+        not followed or not running, one in flight, no worker free)."""
+        mine = self._resizable(job_id)
+        if mine is None or self.negotiations is None or amount <= 0:
+            return 0
+
+        def run() -> None:
+            after, reason = work()
+            self._answer(mine, kind, after, reason)
+
+        return self._pending(mine, kind, amount, run)
+
+    def _pending(self, mine: _Mine, kind: str, amount: int, work: Callable[[], object]) -> int:
+        """Run ``work`` (which ends with :meth:`_answer`) in a worker: PENDING, or 0 when
+        no worker is free."""
+        assert self.negotiations is not None  # the caller checked
+
+        def fail(reason: str) -> None:
+            self._answer(mine, kind, mine.size, reason)
+
+        if not self.negotiations.begin(mine.spec.id, kind, amount, work, fail):
+            logger.info("%s: no worker free for the %s of %s: refused for now", self.name,
+                        kind, mine.spec.id)
+            return 0
+        self._stale()
+        return PENDING
+
+    def _answer(self, mine: _Mine, kind: str, after: int, reason: str = "") -> None:
+        """The answer of a pending grow or shrink: the job's size is now ``after``."""
+        if mine.finished:  # it ended meanwhile: its end event says so
+            return
+        before = mine.size
+        amount = max(0, after - before if kind == "grow" else before - after)
+        if after > 0:
+            mine.size = after
+        self._emit(mine, JobEvent(self.clock.now(), mine.spec.id, JobState.RUNNING, mine.size,
+                                  "" if amount else reason, answer=kind, amount=amount))
+        self._stale()
+
+    def _resize(self, mine: _Mine, target: int, answer: str = "") -> ResizeResult:
+        """Resize and journal it; emit the new size (as the answer of a pending ``grow``
+        or ``shrink`` when ``answer`` says which)."""
         assert mine.slurm_id is not None and self.resizer is not None  # _resizable checked
         token = None
         self._stale()
@@ -612,16 +727,20 @@ class SlurmCluster:
         if shrink:
             faults.reached("shrink.before")
         steps: list[int | None] = []
-        self.resizer.on_step = lambda step, helper: steps.append(
-            self._expand_step(mine, step, helper))
+        helpers: list[int] = []
+
+        def on_step(step: str, helper: int) -> None:
+            helpers.append(helper)
+            steps.append(self._expand_step(mine, step, helper))
+
         try:
-            result = self.resizer.resize(mine.slurm_id, target, self.dead_nodes)
+            result = self.resizer.resize(mine.slurm_id, target, self.dead_nodes, on_step)
         except (ResizeError, ExternalError) as exc:
             result = ResizeResult(mine.slurm_id, mine.size, target, mine.size, Outcome.REFUSED,
                                   str(exc))
         finally:
-            self.resizer.on_step = None
-            self._expanding.clear()  # the expansion is over: any helper left is a stray
+            with self._expanding_lock:  # this expansion is over: its helper, if left, is a stray
+                self._expanding.difference_update(helpers)
         if shrink:
             faults.reached("shrink.after")
         for step_token in steps:
@@ -631,7 +750,9 @@ class SlurmCluster:
         self.resizes.append(result)
         if result.outcome is not Outcome.DONE:
             logger.warning("%s: %s", self.name, result.describe())
-        if result.after > 0 and result.after != mine.size:
+        if answer:
+            self._answer(mine, answer, result.after, result.reason or result.outcome.value)
+        elif result.after > 0 and result.after != mine.size:
             self._emit(mine, JobEvent(self.clock.now(), mine.spec.id, JobState.RUNNING,
                                       result.after))
             mine.size = result.after
@@ -640,8 +761,11 @@ class SlurmCluster:
 
     def _expand_step(self, mine: _Mine, step: str, helper: int) -> int | None:
         """Journal a step of an expansion (the helper granted, its hand-over begun)."""
-        self._expanding.add(helper)  # not a stray while its expansion runs
+        with self._expanding_lock:
+            self._expanding.add(helper)  # not a stray while its expansion runs
         if step == "helper":
+            if self.negotiations is not None:  # its nodes are held now: not idle in sinfo
+                self.negotiations.acquired(mine.spec.id)
             token = self._intent("helper", mine.spec.id, mine.slurm_id or 0, helper)
             faults.reached("helper.granted")
             return token

@@ -123,14 +123,16 @@ class Resizer:
                               f"it (Slurm admin level {level}: an operator or administrator "
                               "level is needed)")
 
-    def resize(self, job_id: int, target: int, avoid: Collection[str] = ()) -> ResizeResult:
+    def resize(self, job_id: int, target: int, avoid: Collection[str] = (),
+               on_step: Callable[[str, int], None] | None = None) -> ResizeResult:
         """Shrink or expand ``job_id`` to ``target`` nodes (a shrink releases the nodes
-        named in ``avoid`` first)."""
+        named in ``avoid`` first); ``on_step`` is told this expansion's steps (instead of
+        :attr:`on_step`: expansions of several jobs may run at once, in threads)."""
         job = self.running(job_id)
         if target < job.nodes:
             return self.shrink(job_id, target, job, avoid)
         if target > job.nodes:
-            return self.expand(job_id, target, job)
+            return self.expand(job_id, target, job, on_step)
         return ResizeResult(job_id, job.nodes, target, job.nodes, Outcome.DONE, "already there",
                             nodes_after=job.node_list)
 
@@ -157,8 +159,10 @@ class Resizer:
 
     # ------------------------------------------------------------ expand
 
-    def expand(self, job_id: int, target: int, job: SlurmJob | None = None) -> ResizeResult:
+    def expand(self, job_id: int, target: int, job: SlurmJob | None = None,
+               on_step: Callable[[str, int], None] | None = None) -> ResizeResult:
         began = self.clock()
+        hook = on_step or self.on_step
         job = job or self.running(job_id)
         extra = target - job.nodes
         if extra < 1:
@@ -178,14 +182,14 @@ class Resizer:
                 self.ctl.cancel(helper.job_id)
                 message += self._pending_reason(helper.job_id, extra)
             return self._confirm(job, target, began, message)
-        self._step("helper", helper.job_id)
-        self._step("handover", helper.job_id)
-        reason = self._merge(job_id, helper.job_id)
+        _step(hook, "helper", helper.job_id)
+        _step(hook, "handover", helper.job_id)
+        reason = self._merge(job_id, helper.job_id, hook)
         if reason is None:
             self.ctl.cancel(helper.job_id)
             return self._confirm(job, target, began, "the job ended during the expansion",
                                  helper.job_id)
-        self._step("handed", helper.job_id)
+        _step(hook, "handed", helper.job_id)
         result = self._confirm(job, target, began, reason, helper.job_id)
         self._helper_gone(helper.job_id)
         logger.info("%s", result.describe())
@@ -224,11 +228,8 @@ class Resizer:
         logger.warning("helper %d refused for Resources%s", helper, hint)
         return said + hint
 
-    def _step(self, step: str, helper: int) -> None:
-        if self.on_step is not None:
-            self.on_step(step, helper)
-
-    def _merge(self, job_id: int, helper: int) -> str | None:
+    def _merge(self, job_id: int, helper: int,
+               hook: Callable[[str, int], None] | None = None) -> str | None:
         """Hand the helper's nodes to the job (if it still runs: checked on the site in
         the same call, :meth:`SlurmCtl.hand_over`); the first error, "" if none, None
         if the job no longer runs (nothing was handed over)."""
@@ -239,7 +240,7 @@ class Resizer:
         if give.rc != 0:
             problems.append(f"giving helper {helper}'s nodes: {_reason(give.stderr, give.stdout)}")
         self.ctl.cancel(helper)
-        self._step("given", helper)
+        _step(hook, "given", helper)
         take = self.ctl.update_nodes(job_id, "ALL")
         if take.rc != 0:
             problems.append(f"taking the nodes up: {_reason(take.stderr, take.stdout)}")
@@ -336,6 +337,11 @@ def keep_nodes(job: SlurmJob, target: int, avoid: Collection[str]) -> list[str] 
     healthy = [n for n in nodes if n not in avoid and n not in first]
     dead = [n for n in nodes if n in avoid and n not in first]
     return (first + healthy + dead)[:target]
+
+
+def _step(hook: Callable[[str, int], None] | None, step: str, helper: int) -> None:
+    if hook is not None:
+        hook(step, helper)
 
 
 def _reason(stderr: str, stdout: str) -> str:
