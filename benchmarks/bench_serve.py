@@ -134,9 +134,10 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
-def testbed_soak(name: str, seconds: float, every: float, seed: int) -> int:
+def testbed_soak(name: str, seconds: float, every: float, seed: int,
+                 env: dict[str, str] | None = None) -> int:
     """The soak and the latencies on testbed ``name`` (see the module's text)."""
-    from tests.integration.test_site_service import HOME, Serve
+    from tests.integration.test_site_service import HOME, Serve, unit_environment
 
     from malleable.testbed import Testbed
 
@@ -146,7 +147,7 @@ def testbed_soak(name: str, seconds: float, every: float, seed: int) -> int:
     if serve.pid():
         raise SystemExit(f"a service already runs in {name}'s vu controller")
     serve.sh(f"rm -f {HOME}/state.sqlite* {serve.log}")
-    serve.start()
+    serve.start(**(env or {}))
     submitted = 0
 
     def rss_kb() -> int:
@@ -165,6 +166,10 @@ def testbed_soak(name: str, seconds: float, every: float, seed: int) -> int:
         began = time.monotonic()
         time.sleep(10)  # the service's start and first cycles
         samples = [(0.0, rss_kb())]
+        settings = sorted(unit_environment() | (env or {}))  # as the process has them:
+        environ = serve.sh(f"tr '\\0' '\\n' < /proc/{serve.pid()}/environ").splitlines()
+        print("service environment: " + " ".join(
+            line for line in environ if line.split("=", 1)[0] in settings), flush=True)
         print(f"t=0 s rss={samples[0][1] / 1024:.1f} MB", flush=True)
         next_sample = began + every
         while time.monotonic() - began < seconds:
@@ -226,9 +231,15 @@ def main() -> int:
     ap.add_argument("--every", type=float, default=120.0, metavar="S",
                     help="RSS sample period of the testbed soak")
     ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                    help="testbed soak: the service's environment beyond the shipped unit's "
+                    "(e.g. MALLOC_ARENA_MAX=4 to compare allocator settings; repeatable)")
     args = ap.parse_args()
     if args.testbed:
-        return testbed_soak(args.testbed, args.soak or 300.0, args.every, args.seed)
+        if any("=" not in pair for pair in args.env):
+            ap.error("--env takes KEY=VALUE, e.g. --env MALLOC_ARENA_MAX=4")
+        env = dict(pair.split("=", 1) for pair in args.env)
+        return testbed_soak(args.testbed, args.soak or 300.0, args.every, args.seed, env)
     logging.disable(logging.WARNING)
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(8) as pool:
         small, small_fakes = build(Path(tmp) / "small", args.sites, args.jobs // 10)

@@ -18,7 +18,8 @@ def test_the_testbed_soak_reports_rss_latencies_and_cycles(
         small_testbed: Testbed, capsys: pytest.CaptureFixture[str]) -> None:
     _wait_quiet(small_testbed)
     try:
-        assert bench.testbed_soak(small_testbed.name, 45.0, 20.0, seed=2) == 0
+        assert bench.testbed_soak(small_testbed.name, 45.0, 20.0, seed=2,
+                                  env={"MALLOC_ARENA_MAX": "1"}) == 0
     finally:
         assert not Serve(small_testbed).pid()  # the soak stopped its service
         for site in ("vu", "uva"):  # and cancelled its users' jobs
@@ -32,6 +33,7 @@ def test_the_testbed_soak_reports_rss_latencies_and_cycles(
         small_testbed.exec("vu", ["rm", "-rf", HOME], user="malleable", timeout=30, check=True)
     out = capsys.readouterr().out
     print(out)
+    assert re.search(r"^service environment: MALLOC_ARENA_MAX=1$", out, re.M), out
     samples = [float(mb) for mb in re.findall(r"^t=\d+ s rss=([\d.]+) MB", out, re.M)]
     assert len(samples) >= 2 and all(mb > 10 for mb in samples)  # a Python process's RSS
     soak = re.search(r"^testbed soak 45 s, (\d+) jobs submitted: RSS ([\d.]+) MB at the "

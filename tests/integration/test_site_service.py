@@ -113,9 +113,10 @@ class Serve:
         self.tb.exec("vu", ["sh", "-c", f"mkdir -p {HOME} && cat > {self.config}"],
                      user="malleable", input_text=text, timeout=30, check=True)
 
-    def start(self) -> None:
-        # With the environment of the shipped systemd unit, as a site runs it.
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in unit_environment().items())
+    def start(self, **extra: str) -> None:
+        # With the environment of the shipped systemd unit, as a site runs it (and extra).
+        env = " ".join(f"{k}={shlex.quote(v)}"
+                       for k, v in {**unit_environment(), **extra}.items())
         self.sh(f"cd {HOME} && {env} nohup sh -c 'malleable manager serve --config "
                 f"{self.config}; echo exit=$? >&2' >> {self.log} 2>&1 < /dev/null &")
 
