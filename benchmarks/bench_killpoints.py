@@ -10,15 +10,27 @@ the run up to its end. Then, from Slurm itself on every site:
 * no duplicate: no second Slurm job of a workload job, in any state, on any site;
 * no orphan: no helper allocation of the run left in any queue.
 
+A job the run records ``cancelled`` must have its one Slurm job ``CANCELLED``; only the
+``cancel.*`` points cancel anything. No built-in policy cancels a running job, so those
+points run the test-only plug-in policy ``cancelling-fpsma`` (``benchmarks/plugins``,
+put on ``PYTHONPATH``), which runs FPSMA and cancels ``wm-2`` and ``wm-5`` once they
+ran 30 workload seconds: that is what reaches the adapter's cancel.
+
+``random:SEED`` is the external ``kill -9`` at random moments: the manager is started
+and SIGKILLed from outside after a seeded random 2-10 s, ``--random-kills`` times (5 by
+default; fewer if the run ends first), then run once more to its end; the same checks
+follow.
+
 Usage (the testbed must be up: ``malleable testbed up --name tb-rel --topology small``)::
 
     PYTHONPATH=src python3 benchmarks/bench_killpoints.py --name tb-rel [--points all]
-        [--jobs 6] [--json]
+        [--jobs 6] [--random-kills 5] [--json]
 
-``--points`` takes ``all`` (the 24 points of :data:`ALL_POINTS`) or a comma list such as
-``submit.after:1,handover.given:1``. It prints one line per point and a total; exit
-status 1 if any point lost, duplicated or orphaned anything. A point the run never
-reached (the manager ended first) is reported ``not reached`` and does not count.
+``--points`` takes ``all`` (the points of :data:`ALL_POINTS`) or a comma list such as
+``submit.after:1,handover.given:1,cancel.before:1,random:7``. It prints one line per
+point and a total; exit status 1 if any point lost, duplicated or orphaned anything. A
+point the run never reached (the manager ended first) is reported ``not reached`` and
+does not count.
 """
 
 from __future__ import annotations
@@ -27,6 +39,8 @@ import argparse
 import csv
 import json
 import os
+import random
+import signal
 import subprocess
 import sys
 import tempfile
@@ -53,7 +67,16 @@ ALL_POINTS = (
     "shrink.before:1", "shrink.before:2",
     "shrink.after:1", "shrink.after:2",
     "submit.after:2", "helper.granted:4", "handover.given:3",
+    "cancel.before:1", "cancel.after:1", "cancel.before:2", "cancel.after:2",
+    "random:1", "random:2",
 )
+
+PLUGINS = ROOT / "benchmarks" / "plugins"
+"""The test-only policy plug-in ``cancelling-fpsma`` (an importable module and its
+``.dist-info``, which registers it in the ``malleable.policies`` group)."""
+
+CANCELLED = ("wm-2", "wm-5")
+"""The jobs ``cancelling-fpsma`` cancels at the ``cancel.*`` points."""
 
 
 @dataclass
@@ -67,6 +90,9 @@ class PointResult:
     duplicated: dict[str, int] = field(default_factory=dict)
     orphans: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    cancelled: int = 0
+    kills: list[float] = field(default_factory=list)
+    """Random points: seconds after each start at which the manager was SIGKILLed."""
 
     @property
     def ok(self) -> bool:
@@ -74,12 +100,16 @@ class PointResult:
                 and not self.orphans)
 
 
+def _environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    full = {k: v for k, v in os.environ.items() if k != ENV}
+    full.update(PYTHONPATH=f"{ROOT / 'src'}{os.pathsep}{PLUGINS}", **(env or {}))
+    return full
+
+
 def _malleable(*args: str, env: dict[str, str] | None = None, timeout: float = 900
                ) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if k != ENV}
-    full.update(PYTHONPATH=str(ROOT / "src"), **(env or {}))
     return subprocess.run([sys.executable, "-m", "malleable", *args], capture_output=True,
-                          text=True, env=full, timeout=timeout, cwd=ROOT)
+                          text=True, env=_environment(env), timeout=timeout, cwd=ROOT)
 
 
 def _exec(tb: Testbed, site: str, *argv: str) -> str:
@@ -93,8 +123,9 @@ def _sites(config: Path) -> list[str]:
 
 
 def check_slurm(tb: Testbed, sites: list[str], run_id: str, job_ids: list[str]
-                ) -> tuple[Counter[str], Counter[str], list[str]]:
-    """Per workload job: Slurm jobs in sacct, those COMPLETED; helpers left in queues."""
+                ) -> tuple[Counter[str], dict[str, str], list[str]]:
+    """Per workload job: its Slurm jobs in sacct and the last state of one of them;
+    helpers of the run left in any queue."""
     names = {meta.job_name(j, run_id): j for j in job_ids}
     states: dict[tuple[str, str], str] = {}  # (site, Slurm id) -> its last state
     owner: dict[tuple[str, str], str] = {}
@@ -109,39 +140,98 @@ def check_slurm(tb: Testbed, sites: list[str], run_id: str, job_ids: list[str]
                 key = (site, parts[0])
                 owner[key] = names[parts[1]]
                 if parts[2] != "RESIZING" or key not in states:
-                    states[key] = parts[2]
+                    states[key] = parts[2].split()[0]  # "CANCELLED by 1000" -> CANCELLED
         queue = _exec(tb, site, "squeue", "--noheader", "--format=%i|%j|%T|%k")
         for row in queue.splitlines():
             if f'"run":"{run_id}"' in row and "helper_for" in row:
                 orphans.append(f"{site}:{row.split('|')[0]}")
     copies = Counter(owner.values())
-    completed = Counter(owner[k] for k, state in states.items() if state == "COMPLETED")
-    return copies, completed, orphans
+    final = {owner[k]: state for k, state in states.items()}
+    return copies, final, orphans
+
+
+SLURM_STATE = {"completed": "COMPLETED", "cancelled": "CANCELLED"}
+"""The Slurm end state that a record's end state must match."""
+
+
+def judge(records: dict[str, str], copies: Counter[str], final: dict[str, str],
+          may_cancel: tuple[str, ...]) -> tuple[list[str], dict[str, int]]:
+    """The lost jobs (with why) and the duplicated ones (with their Slurm job count).
+
+    A job is lost unless exactly one Slurm job ran it, the run recorded it ``completed``
+    (or ``cancelled``, for a job of ``may_cancel`` only) and Slurm agrees.
+    """
+    lost = []
+    for job, state in records.items():
+        expected = SLURM_STATE.get(state) if state != "cancelled" or job in may_cancel else None
+        if copies[job] == 0:
+            lost.append(f"{job} (no Slurm job)")
+        elif expected is None:
+            lost.append(f"{job} (recorded {state})")
+        elif copies[job] == 1 and final[job] != expected:
+            lost.append(f"{job} (recorded {state}, Slurm {final[job]})")
+    return lost, {j: n for j, n in copies.items() if n > 1}
+
+
+def _arguments(point: str, config: Path, jobs: int, out: Path, extra: list[str]) -> list[str]:
+    policy = ["--policy", "fpsma", "--approach", "pwa"]
+    if point.startswith("cancel."):
+        policy = ["--policy", "cancelling-fpsma", "--policy-option", "approach='pwa'",
+                  "--policy-option", f"cancel={json.dumps(list(CANCELLED))}",
+                  "--policy-option", "after=30"]
+    return ["manager", "run", "--config", str(config), *policy, "--workload", "wm",
+            "--jobs", str(jobs), "--time-scale", "0.05", "--poll", "0.5", "--out", str(out),
+            "--json", *extra]
+
+
+def _kill_at_random(args: list[str], seed: int, count: int) -> list[float]:
+    """Start the run ``count`` times, each SIGKILLed from outside after a seeded 2-10 s
+    (fewer when it ends first); the moments of the kills delivered."""
+    rng = random.Random(seed)
+    kills = []
+    for _ in range(count):
+        delay = round(rng.uniform(2.0, 10.0), 2)
+        child = subprocess.Popen([sys.executable, "-m", "malleable", *args],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 env=_environment(), cwd=ROOT)
+        try:
+            child.wait(timeout=delay)
+            return kills  # it ended before the kill: nothing left to interrupt
+        except subprocess.TimeoutExpired:
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait()
+            kills.append(delay)
+    return kills
 
 
 def run_point(point: str, config: Path, tb: Testbed, jobs: int, work: Path,
-              extra: list[str]) -> PointResult:
+              extra: list[str], random_kills: int = 5) -> PointResult:
     out = work / point.replace(":", "_")
-    args = ["manager", "run", "--config", str(config), "--policy", "fpsma", "--approach",
-            "pwa", "--workload", "wm", "--jobs", str(jobs), "--time-scale", "0.05",
-            "--poll", "0.5", "--out", str(out), "--json", *extra]
+    args = _arguments(point, config, jobs, out, extra)
     began = time.monotonic()
-    first = _malleable(*args, env={ENV: point})
-    killed = first.returncode == -9
-    second = _malleable(*args) if killed else first
+    kills: list[float] = []
+    if point.startswith("random:"):
+        kills = _kill_at_random(args, int(point.partition(":")[2]), random_kills)
+        killed = bool(kills)
+        second = _malleable(*args)
+    else:
+        first = _malleable(*args, env={ENV: point})
+        killed = first.returncode == -9
+        second = _malleable(*args) if killed else first
     summary = json.loads((out / "summary.json").read_text()) if (
         out / "summary.json").exists() else {}
-    run_id = summary.get("run_id", "")
-    job_ids = []
+    records: dict[str, str] = {}
     if (out / "jobs.csv").exists():
         with (out / "jobs.csv").open() as rows:
-            job_ids = [row["job"] for row in csv.DictReader(rows)]
-    copies, completed, orphans = check_slurm(tb, _sites(config), run_id, job_ids)
-    result = PointResult(point, killed, second.returncode, len(job_ids),
-                         sum(1 for j in job_ids if completed[j] == 1 and copies[j] == 1),
-                         [j for j in job_ids if completed[j] != 1],
-                         {j: n for j, n in copies.items() if n > 1}, orphans,
-                         round(time.monotonic() - began, 1))
+            records = {row["job"]: row["state"] for row in csv.DictReader(rows)}
+    copies, final, orphans = check_slurm(tb, _sites(config), summary.get("run_id", ""),
+                                         list(records))
+    may_cancel = CANCELLED if point.startswith("cancel.") else ()
+    lost, duplicated = judge(records, copies, final, may_cancel)
+    result = PointResult(point, killed, second.returncode, len(records),
+                         sum(1 for s in records.values() if s == "completed"), lost,
+                         duplicated, orphans, round(time.monotonic() - began, 1),
+                         sum(1 for s in records.values() if s == "cancelled"), kills)
     if second.returncode != 0:
         result.lost = result.lost or ["(resumed run failed: " + second.stderr[-300:] + ")"]
     return result
@@ -152,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default="tb-rel", help="the testbed's name (up already)")
     parser.add_argument("--points", default="all", help="'all' or BOUNDARY:N,...")
     parser.add_argument("--jobs", type=int, default=6, help="workload jobs per run")
+    parser.add_argument("--random-kills", type=int, default=5,
+                        help="kills of a random:SEED point (default 5)")
     parser.add_argument("--json", action="store_true", help="one JSON object at the end")
     args = parser.parse_args(argv)
     points = list(ALL_POINTS) if args.points == "all" else args.points.split(",")
@@ -164,12 +256,15 @@ def main(argv: list[str] | None = None) -> int:
     config.write_text(shown.stdout)
     results = []
     for point in points:
-        result = run_point(point, config, Testbed(args.name), args.jobs, work, [])
+        result = run_point(point, config, Testbed(args.name), args.jobs, work, [],
+                           args.random_kills)
         results.append(result)
         state = ("ok" if result.ok else "FAIL") if result.killed else "not reached"
         print(f"{point:20s} {state:11s} killed={result.killed} resumed_rc={result.resumed_rc}"
-              f" completed={result.completed}/{result.jobs} lost={result.lost}"
+              f" completed={result.completed}/{result.jobs} cancelled={result.cancelled}"
+              f" lost={result.lost}"
               f" duplicated={result.duplicated} orphans={result.orphans}"
+              f"{' kills=' + str(result.kills) if result.kills else ''}"
               f" {result.seconds} s", flush=True)
     reached = [r for r in results if r.killed]
     failed = [r for r in results if not r.ok]
