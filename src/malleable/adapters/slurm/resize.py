@@ -90,11 +90,6 @@ class Resizer:
     settle: float = 2.0
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
-    on_step: Callable[[str, int], None] | None = None
-    """Told each step of an expansion with the helper's id: ``helper`` (granted),
-    ``handover`` (its nodes about to be given to the job), ``given`` (given, not yet taken
-    up by the job: ``NumNodes=ALL``), ``handed`` (taken up); the
-    manager journals them, so a restart can finish or roll back the expansion."""
     _last_shrink: dict[int, float] = field(default_factory=dict)
     _levels: dict[str, str] = field(default_factory=dict)
 
@@ -126,8 +121,11 @@ class Resizer:
     def resize(self, job_id: int, target: int, avoid: Collection[str] = (),
                on_step: Callable[[str, int], None] | None = None) -> ResizeResult:
         """Shrink or expand ``job_id`` to ``target`` nodes (a shrink releases the nodes
-        named in ``avoid`` first); ``on_step`` is told this expansion's steps (instead of
-        :attr:`on_step`: expansions of several jobs may run at once, in threads)."""
+        named in ``avoid`` first). ``on_step`` is told each step of an expansion with the
+        helper's id: ``helper`` (granted), ``handover`` (its nodes about to be given to the
+        job), ``given`` (given, not yet taken up by the job: ``NumNodes=ALL``), ``handed``
+        (taken up); the adapter journals them, so a restart can finish or roll back the
+        expansion. It is per call: expansions of several jobs may run at once, in threads."""
         job = self.running(job_id)
         if target < job.nodes:
             return self.shrink(job_id, target, job, avoid)
@@ -162,7 +160,6 @@ class Resizer:
     def expand(self, job_id: int, target: int, job: SlurmJob | None = None,
                on_step: Callable[[str, int], None] | None = None) -> ResizeResult:
         began = self.clock()
-        hook = on_step or self.on_step
         job = job or self.running(job_id)
         extra = target - job.nodes
         if extra < 1:
@@ -182,14 +179,14 @@ class Resizer:
                 self.ctl.cancel(helper.job_id)
                 message += self._pending_reason(helper.job_id, extra)
             return self._confirm(job, target, began, message)
-        _step(hook, "helper", helper.job_id)
-        _step(hook, "handover", helper.job_id)
-        reason = self._merge(job_id, helper.job_id, hook)
+        _step(on_step, "helper", helper.job_id)
+        _step(on_step, "handover", helper.job_id)
+        reason = self._merge(job_id, helper.job_id, on_step)
         if reason is None:
             self.ctl.cancel(helper.job_id)
             return self._confirm(job, target, began, "the job ended during the expansion",
                                  helper.job_id)
-        _step(hook, "handed", helper.job_id)
+        _step(on_step, "handed", helper.job_id)
         result = self._confirm(job, target, began, reason, helper.job_id)
         self._helper_gone(helper.job_id)
         logger.info("%s", result.describe())
@@ -229,7 +226,7 @@ class Resizer:
         return said + hint
 
     def _merge(self, job_id: int, helper: int,
-               hook: Callable[[str, int], None] | None = None) -> str | None:
+               on_step: Callable[[str, int], None] | None = None) -> str | None:
         """Hand the helper's nodes to the job (if it still runs: checked on the site in
         the same call, :meth:`SlurmCtl.hand_over`); the first error, "" if none, None
         if the job no longer runs (nothing was handed over)."""
@@ -240,7 +237,7 @@ class Resizer:
         if give.rc != 0:
             problems.append(f"giving helper {helper}'s nodes: {_reason(give.stderr, give.stdout)}")
         self.ctl.cancel(helper)
-        _step(hook, "given", helper)
+        _step(on_step, "given", helper)
         take = self.ctl.update_nodes(job_id, "ALL")
         if take.rc != 0:
             problems.append(f"taking the nodes up: {_reason(take.stderr, take.stdout)}")
