@@ -25,7 +25,8 @@ fi
 
 if ! docker info >/dev/null 2>&1; then
   echo "testbed-setup: starting dockerd (log: $DOCKERD_LOG)"
-  $SUDO sh -c "nohup dockerd >'$DOCKERD_LOG' 2>&1 &"
+  # appended, not overwritten: a daemon that died leaves its last lines for whoever restarts it
+  $SUDO sh -c "nohup dockerd >>'$DOCKERD_LOG' 2>&1 &"
   for _ in $(seq 1 120); do
     docker info >/dev/null 2>&1 && break
     sleep 0.5

@@ -38,6 +38,8 @@ class FakeSite:
     cancelled: list[int] = field(default_factory=list)
     show_errors: int = 0
     """How many of the next ``scontrol show job`` fail as a slow controller's do."""
+    update_errors: int = 0
+    """How many of the next ``scontrol update`` Slurm refuses (the allocation stays)."""
 
     # the CommandRunner protocol
     def run(self, argv: Sequence[str], timeout: float, *, input: str | None = None,
@@ -50,6 +52,9 @@ class FakeSite:
             return self.show()
         if argv[:3] == ["scontrol", "show", "hostnames"]:
             return Result(0, "\n".join(argv[3].split(",")) + "\n", "")
+        if argv[:2] == ["scontrol", "update"] and self.update_errors > 0:
+            self.update_errors -= 1
+            return Result(1, "", "scontrol: error: Job is no longer pending execution\n")
         if argv[:2] == ["scontrol", "update"]:
             keep = argv[3].removeprefix("NodeList=").split(",")
             self.free += [n for n in self.alloc if n not in keep]

@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -66,12 +67,24 @@ def finish(proc: subprocess.Popen[str], timeout: float = TIMEOUT) -> str:
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        dump_stacks(proc)
         stop(proc)
         out, _ = proc.communicate()
-        pytest.fail(f"mpirun did not finish within {timeout:.0f} s:\n{out}")
+        pytest.fail(f"mpirun did not finish within {timeout:.0f} s; the ranks' stacks (of "
+                    f"programs that register faulthandler on SIGUSR1) follow:\n{out}")
     if proc.returncode != 0:
         pytest.fail(f"mpirun exited with {proc.returncode}:\n{out}")
     return out
+
+
+def dump_stacks(proc: subprocess.Popen[str], wait: float = 3.0) -> None:
+    """Ask every process of a hung run for its Python stacks (SIGUSR1 to the session;
+    mpirun forwards it to the ranks too) and give them ``wait`` seconds to print."""
+    try:
+        os.killpg(proc.pid, signal.SIGUSR1)
+    except ProcessLookupError:
+        return
+    time.sleep(wait)
 
 
 def stop(proc: subprocess.Popen[str]) -> None:

@@ -8,6 +8,8 @@ import socket
 import time
 from pathlib import Path
 
+import pytest
+
 from malleable.mpi.channel import offer_to_json, read_json, write_json
 from malleable.mpi.sources import Offer
 from tests.fakes.mpirun import PROGRAMS, finish, needs_mpi, result, run, sizes, start, starts, stop
@@ -88,3 +90,33 @@ def test_file_channel_offers_answers_and_completions(tmp_path: Path) -> None:
     events = [json.loads(line) for line in (channel / "events.jsonl").read_text().splitlines()]
     assert [(e["event"], e["size"]) for e in events] == [
         ("start", 1), ("resize", 3), ("resize", 4), ("resize", 2), ("finish", 2)]
+
+
+def test_a_hung_run_is_ended_with_every_ranks_stacks_in_the_failure(tmp_path: Path) -> None:
+    """The timeout path of tests/fakes/mpirun.py: a run that cannot finish in time is asked
+    for its stacks (SIGUSR1, forwarded by mpirun) before it is ended, so a hang in CI says
+    where it hung."""
+    (tmp_path / "ch").mkdir()
+    proc = start(2, CHECK, "--channel", "ch", "--delay", "0.5", cwd=tmp_path)  # runs until stopped
+    try:  # iteration 1: both ranks have passed an allreduce, so both registered the handler
+        _wait_for_iteration(tmp_path / "ch" / "progress.json", 1, time.monotonic() + 60)
+    except BaseException:
+        stop(proc)
+        raise
+    try:
+        finish(proc, timeout=1)
+    except pytest.fail.Exception as exc:
+        text = str(exc)
+    else:
+        raise AssertionError("a run that waits for a stop file finished")
+    assert proc.poll() is not None  # ended, with everything it started
+    assert text.count("check_app.py") >= 2, text  # both ranks' stacks
+    assert "in main" in text, text
+
+
+def _wait_for_iteration(path: Path, iteration: int, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if int((read_json(path) or {}).get("iteration", -1)) >= iteration:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{path} did not reach iteration {iteration}")

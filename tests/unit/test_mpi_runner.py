@@ -5,6 +5,10 @@ tests/integration/test_app_*.py on the testbed."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +17,7 @@ from malleable.adapters.shell import Result
 from malleable.errors import ExternalError
 from malleable.model import SizeRule
 from malleable.runner.job import MpiJob, parse_fields
-from malleable.runner.launch import Launch, batch_script
+from malleable.runner.launch import Launch, batch_script, stage_command
 from malleable.runner.nodes import NodeShell
 from tests.fakes.mpi_site import FakeCtl, FakeResizer, FakeSite
 
@@ -41,6 +45,33 @@ def test_batch_script_starts_mpirun_inside_the_job_with_the_traps_avoided() -> N
         Launch("../x.py", "")
 
 
+def _stage_locally(tmp_path: Path, stage: str) -> str:
+    """Run a staging command with an ``ssh`` that runs the remote side on this machine (the
+    batch host copying onto itself: one ``/tmp``); the program's text afterwards."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    fake = bin_dir / "ssh"
+    fake.write_text('#!/bin/sh\nexec sh -c "$4"\n')  # ssh -o BatchMode=yes NODE COMMAND
+    fake.chmod(0o755)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(exist_ok=True)
+    (run_dir / "app.py").write_text("print('the whole program')\n")
+    script = f'D={shlex.quote(str(run_dir))}; n=n1\n{stage}\n'
+    subprocess.run(["bash", "-c", script], check=True, timeout=30,
+                   env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    return (run_dir / "app.py").read_text()
+
+
+def test_staging_onto_the_batch_host_itself_keeps_the_program(tmp_path: Path) -> None:
+    """The copy to the first node (the batch host, same /tmp) once went through a plain
+    ``cat > FILE`` reading FILE: when the remote side truncated first, every rank ran an
+    empty program that exited 0 at once (the Jacobi "ended before iteration 15" in CI)."""
+    assert _stage_locally(tmp_path, stage_command("app.py")) == "print('the whole program')\n"
+    plain = ('h=$(ssh -o BatchMode=yes "$n" "cat > \'$D/app.py\' && hostname" '
+             '< "$D/app.py")')
+    assert _stage_locally(tmp_path, plain) == ""  # the race, lost for certain here
+
+
 def test_parse_fields_reads_scontrol_one_liners() -> None:
     fields = parse_fields("JobId=7 JobName=x JobState=RUNNING Reason=None BatchHost=n1 "
                           "NodeList=n[1-2]\n")
@@ -52,6 +83,22 @@ def test_start_reads_the_nodes_the_batch_script_listed() -> None:
     job, ctl = started_job(site)
     assert job.batch == "n1" and job.nodes == [("n1", "c0"), ("n2", "c0")]
     assert "--nodes=2" in ctl.submitted[0][0] and "--exclusive" in ctl.submitted[0][0]
+
+
+def test_a_job_that_completed_before_the_first_look_started_but_a_failed_one_did_not() -> None:
+    site = FakeSite(state="COMPLETED")
+    job = MpiJob(FakeCtl(site), NodeShell(site), Launch("app.py", "print('hi')\n"),  # type: ignore[arg-type]
+                 resizer=FakeResizer(site), sleep=lambda s: None, poll=0.0)  # type: ignore[arg-type]
+    job.submit(2)
+    site.files[("c0", "/tmp/malleable-run/7/nodes")] = "n1 c0\nn2 c0\n"
+    job.wait_started(5)  # the short program ran its course between two looks
+    assert job.nodes == [("n1", "c0"), ("n2", "c0")]
+    site.state = "FAILED"
+    failed = MpiJob(FakeCtl(site), NodeShell(site), Launch("app.py", "print('hi')\n"),  # type: ignore[arg-type]
+                    resizer=FakeResizer(site), sleep=lambda s: None, poll=0.0)  # type: ignore[arg-type]
+    failed.submit(2)
+    with pytest.raises(ExternalError, match="FAILED before the runner saw it start"):
+        failed.wait_started(5)
 
 
 def test_grow_allocates_first_then_offers_hosts_in_rank_order() -> None:
@@ -90,6 +137,39 @@ def test_shrink_asks_the_application_first_then_releases_the_nodes() -> None:
     assert site.alloc == ["n1"]  # the batch host stays
     updates = [a for a in site.log if a[:2] == ["scontrol", "update"]]
     assert updates[-1][-1] == "NodeList=n1"
+
+
+def test_a_refused_node_list_update_is_asked_again_then_reported_with_slurms_words() -> None:
+    site = FakeSite()
+    job, _ = started_job(site, release_timeout=0.0)
+    job.grow(2)
+    site.update_errors = 1  # once: the second try shrinks
+    assert job.shrink(3).nodes_after == 1 and site.alloc == ["n1"]
+    job.grow(1)
+    site.update_errors = 2  # every try refused: the error says what Slurm said
+    with pytest.raises(ExternalError, match=r"no longer pending execution.*'n1', 'n5'"):
+        job.shrink(1)
+
+
+def test_a_job_that_ends_while_it_is_shrunk_has_nothing_left_to_give_back() -> None:
+    """A short program can end between its answer and the runner's ``scontrol update``;
+    Slurm then refuses ("Job has already finished") and the shrink is not an error."""
+    site = FakeSite()
+
+    def the_program_ends_meanwhile(seconds: float) -> None:
+        if site.update_errors == 0 and any(a[:2] == ["scontrol", "update"] for a in site.log):
+            site.state = "COMPLETING"
+
+    job = MpiJob(FakeCtl(site), NodeShell(site), Launch("app.py", "print('hi')\n"),  # type: ignore[arg-type]
+                 resizer=FakeResizer(site), sleep=the_program_ends_meanwhile, poll=0.0,  # type: ignore[arg-type]
+                 rejoin_gap=0.0)
+    job.submit(2)
+    site.files[("c0", "/tmp/malleable-run/7/nodes")] = "n1 c0\nn2 c0\n"
+    job.wait_started(5)
+    site.update_errors = 1
+    change = job.shrink(1)
+    assert (change.after, change.error) == (1, "")
+    assert sum(a[:2] == ["scontrol", "update"] for a in site.log) == 1  # not asked again
 
 
 def test_unanswered_offer_is_withdrawn_and_a_mandatory_shrink_reports_failure() -> None:

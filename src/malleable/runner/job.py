@@ -66,6 +66,9 @@ class MpiJob:
     linger: float = 30.0
     poll: float = 0.5
     rejoin_gap: float = 1.5
+    release_timeout: float = 30.0
+    """How long a shrink waits for Slurm to show the smaller allocation, per try."""
+    release_tries: int = 2
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
     slurm_id: int | None = None
@@ -118,24 +121,36 @@ class MpiJob:
     def poll_started(self) -> bool:
         """One look: whether the job runs and its batch script has listed the nodes.
 
-        ExternalError when the job ended before it started.
+        ExternalError when the job ended before it started; a job that completed after its
+        batch script listed the nodes did start (the runner only looked too late).
         """
         if self.nodes:
             return True
         fields = self.job_fields()
         state = fields.get("JobState", "")
         if state in ("RUNNING", "RESIZING") and fields.get("BatchHost"):
-            self.batch = fields["BatchHost"]
-            listed = self.shell.read(self.batch, f"{self.run_dir}/nodes")
-            if listed:
-                self.nodes = [_pair(line) for line in listed.splitlines() if line.strip()]
-                self.seen.update(n for n, _ in self.nodes)
-                return True
-        elif state and state not in ("PENDING", "CONFIGURING"):
+            return self._take_nodes(fields["BatchHost"])
+        if state == "COMPLETED" and fields.get("BatchHost") \
+                and self._take_nodes(fields["BatchHost"]):
+            # a short program on a loaded machine can run its course between two looks
+            logger.warning("job %s completed before the runner saw it run (run time %s)",
+                           self.slurm_id, fields.get("RunTime", "?"))
+            return True
+        if state and state not in ("PENDING", "CONFIGURING"):
             raise ExternalError(f"job {self.slurm_id} is {state} before the runner saw it "
                                 f"start (reason: {fields.get('Reason', '')}); "
                                 f"{self._postmortem(fields)}")
         return False
+
+    def _take_nodes(self, batch_host: str) -> bool:
+        """Read the nodes file the batch script wrote; False while it is not there yet."""
+        self.batch = batch_host
+        listed = self.shell.read(self.batch, f"{self.run_dir}/nodes")
+        if not listed:
+            return False
+        self.nodes = [_pair(line) for line in listed.splitlines() if line.strip()]
+        self.seen.update(n for n, _ in self.nodes)
+        return True
 
     def _postmortem(self, fields: dict[str, str]) -> str:
         """What the job left behind: mpirun's exit code and its output's last lines."""
@@ -155,7 +170,8 @@ class MpiJob:
         what :meth:`_postmortem` reads), for a wait that timed out."""
         fields = self.job_fields(patience=5.0)
         return (f"job {self.slurm_id}: {fields.get('JobState', 'gone')} "
-                f"(reason {fields.get('Reason', '')}), progress {self.progress()}, "
+                f"(reason {fields.get('Reason', '')}, run time {fields.get('RunTime', '?')}), "
+                f"progress {self.progress()}, "
                 f"exit {self.exit_code()}; {self._postmortem(fields)}")
 
     def job_fields(self, patience: float = 30.0) -> dict[str, str]:
@@ -291,19 +307,44 @@ class MpiJob:
         return self.shell.hostnames(self.job_fields().get("NodeList", ""))
 
     def _release(self, keep: Sequence[str]) -> None:
-        """Shrink the allocation to ``keep`` (nodes the processes no longer use go back)."""
-        fields = self.job_fields()
-        have = self.shell.hostnames(fields.get("NodeList", ""))
-        if fields.get("JobState") not in ("RUNNING", "RESIZING") or set(have) <= set(keep):
-            return  # nothing to give back (or the job is over: Slurm took everything)
-        self.shell.run(None, ["scontrol", "update", f"JobId={self.slurm_id}",
-                              f"NodeList={','.join(keep)}"], check=False)
-        self._released_at = self.clock()
-        deadline = self.clock() + 10.0
-        while set(self.allocation()) != set(keep) and self.clock() < deadline:
-            self.sleep(0.2)
-        if set(self.allocation()) != set(keep):
-            raise ExternalError(f"job {self.slurm_id}: Slurm did not shrink to {list(keep)}")
+        """Shrink the allocation to ``keep`` (nodes the processes no longer use go back).
+
+        A job that ends meanwhile (a short program on a loaded machine: Slurm then says
+        "Job has already finished") has nothing left to give back.
+        """
+        said = ""
+        for attempt in range(self.release_tries + 1):
+            deadline = self.clock() + (self.release_timeout if attempt else 0.0)
+            while True:
+                fields = self.job_fields()
+                have = self.shell.hostnames(fields.get("NodeList", ""))
+                if fields.get("JobState") not in ("RUNNING", "RESIZING") \
+                        or set(have) <= set(keep):
+                    return  # given back, or the job is over: Slurm took everything
+                if self.clock() >= deadline:
+                    break
+                self.sleep(0.2)
+            if attempt == self.release_tries:
+                break
+            if attempt:  # Slurm refused or did not answer in time: ask once more
+                logger.warning("job %s: shrinking to %s again (%s)", self.slurm_id,
+                               ",".join(keep), said)
+            said = self._update_node_list(keep)
+            self._released_at = self.clock()
+        raise ExternalError(f"job {self.slurm_id}: Slurm did not shrink to {list(keep)} "
+                            f"(scontrol update: {said or 'accepted'}; the allocation is "
+                            f"{sorted(have)})")
+
+    def _update_node_list(self, keep: Sequence[str]) -> str:
+        """``scontrol update NodeList=``; "" when Slurm took it, else what went wrong."""
+        argv = ["scontrol", "update", f"JobId={self.slurm_id}", f"NodeList={','.join(keep)}"]
+        try:
+            result = self.shell.run(None, argv, check=False)
+        except ExternalError as exc:  # a timeout on a loaded controller
+            return str(exc)
+        if result.rc == 0:
+            return ""
+        return (result.stderr or result.stdout).strip() or f"exit {result.rc}"
 
     def _expand(self, target: int) -> list[str]:
         """Grow the allocation toward ``target`` nodes; the nodes added (maybe none)."""

@@ -80,8 +80,7 @@ MALLEABLE_PROGRAM_END
 : > "$D/nodes.tmp"; : > "$D/hostfile"
 OTHERS=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | grep -vx "$SLURMD_NODENAME")
 for n in "$SLURMD_NODENAME" $OTHERS; do
-  h=$(ssh -o BatchMode=yes "$n" "mkdir -p '$D' && cat > '$D/{program}' && hostname" \
-      < "$D/{program}") || exit 97
+  {stage} || exit 97
   echo "$n $h" >> "$D/nodes.tmp"; echo "$h" >> "$D/hostfile"
 done
 mv "$D/nodes.tmp" "$D/nodes"
@@ -100,6 +99,20 @@ echo "$rc" > "$D/ch/exit"
 """
 
 
+def stage_command(program: str) -> str:
+    """The batch script's copy of the program to node ``$n``, which answers its host name.
+
+    ``/tmp`` is per machine, and the first node is the batch host itself: a plain
+    ``cat > FILE`` there truncates the very file ssh is reading from, and when the remote
+    side wins that race (a loaded machine) every rank runs an empty program, which
+    "succeeds" at once with no output. So the copy goes to a temporary name and is renamed
+    over the program; the reading side keeps the old file open to its end.
+    """
+    part = f"$D/.{program}.part"
+    return (f'h=$(ssh -o BatchMode=yes "$n" "mkdir -p \'$D\' && cat > \'{part}\' && '
+            f'mv \'{part}\' \'$D/{program}\' && hostname" \\\n      < "$D/{program}")')
+
+
 def batch_script(launch: Launch) -> str:
     """The bash batch script for ``launch`` (goes to sbatch on stdin)."""
     payload = base64.encodebytes(launch.source.encode()).decode().strip()
@@ -109,6 +122,7 @@ def batch_script(launch: Launch) -> str:
         after += ('[ -s "$D/result.json" ] && cp "$D/result.json" '
                   '"${SLURM_SUBMIT_DIR:-$HOME}/malleable-$SLURM_JOB_ID.result.json"\n')
     return _TEMPLATE.format(agent=agent, after=after, workdir=shlex.quote(launch.workdir),
+                            stage=stage_command(launch.program),
                             program=launch.program,
                             payload=payload, options=shlex.join(launch.mpirun_options()),
                             python=shlex.quote(launch.python), args=shlex.join(launch.args))

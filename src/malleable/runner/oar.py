@@ -38,7 +38,7 @@ from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.errors import ExternalError
 from malleable.model import JobState
 from malleable.runner.job import MpiJob
-from malleable.runner.launch import Launch, batch_script
+from malleable.runner.launch import Launch, batch_script, stage_command
 from malleable.runner.nodes import _WRITE, NodeShell
 
 logger = logging.getLogger(__name__)
@@ -60,12 +60,6 @@ _OAR_NODES = ('ME=$(hostname); ALL=$(awk \'!seen[$0]++\' "$OAR_NODEFILE")\n'
               'for n in "$FIRST" $(printf "%s\\n" $ALL | grep -vx "$FIRST"); do')
 
 
-def _slurm_stage(program: str) -> str:
-    """The Slurm script's copy of the program to a node (``/tmp`` is per container)."""
-    return (f'h=$(ssh -o BatchMode=yes "$n" "mkdir -p \'$D\' && cat > \'$D/{program}\' && '
-            f'hostname" \\\n      < "$D/{program}")')
-
-
 #: On OAR the run directory is in the shared home: a node only says its host name (a
 #: copy through ``cat >`` would truncate the very file the loop reads).
 _OAR_STAGE = 'h=$(ssh -o BatchMode=yes "$n" hostname < /dev/null)'
@@ -74,7 +68,7 @@ _OAR_STAGE = 'h=$(ssh -o BatchMode=yes "$n" hostname < /dev/null)'
 def oar_script(launch: Launch) -> str:
     """The Slurm runner's batch script with OAR's job id and node file, no staging."""
     script = batch_script(launch)
-    stage = _slurm_stage(launch.program)
+    stage = stage_command(launch.program)
     if _SLURM_NODES not in script or stage not in script:  # the Slurm script changed shape
         raise ValueError("the runner's batch script has no node loop to adapt for OAR")
     return (script.replace(_SLURM_NODES, _OAR_NODES).replace(stage, _OAR_STAGE)
