@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,12 @@ EXAMPLES = ROOT / "examples"
 PROGRAMS = ROOT / "tests" / "mpi" / "programs"
 MPIRUN = shutil.which("mpirun")
 TIMEOUT = 180.0
+STACKS = Path(__file__).resolve().parent / "stacks"
+"""A ``sitecustomize`` that makes SIGUSR1 print a Python process's stacks."""
+#: Where a parent set waits when Open MPI's spawn hangs: the intermittent hang of Open
+#: MPI 4.1 with an external PMIx 4 (Debian 12's build), openpmix/openpmix#2735, which
+#: upstream did not fix for 4.1. Seen here about once in 50 any-to-any runs under load.
+SPAWN_HANG = re.compile(r"line \d+ in _spawn\b")
 
 
 def have_mpi4py() -> bool:
@@ -44,7 +52,7 @@ def mpi_env() -> dict[str, str]:
         "OMPI_MCA_btl_tcp_if_include": "lo",
         "OMPI_MCA_oob_tcp_if_include": "lo",
         "OMPI_MCA_mpi_yield_when_idle": "1",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), str(STACKS),
                                                      env.get("PYTHONPATH", "")])),
     })
     return env
@@ -70,11 +78,18 @@ def finish(proc: subprocess.Popen[str], timeout: float = TIMEOUT) -> str:
         dump_stacks(proc)
         stop(proc)
         out, _ = proc.communicate()
-        pytest.fail(f"mpirun did not finish within {timeout:.0f} s; the ranks' stacks (of "
-                    f"programs that register faulthandler on SIGUSR1) follow:\n{out}")
+        raise Hung(f"mpirun did not finish within {timeout:.0f} s; the stacks of its "
+                   f"processes follow:\n{out}") from None
     if proc.returncode != 0:
         pytest.fail(f"mpirun exited with {proc.returncode}:\n{out}")
     return out
+
+
+class Hung(pytest.fail.Exception):  # type: ignore[misc,name-defined]
+    """A run that did not finish in time (a test failure), with every process's stacks."""
+
+    def __init__(self, msg: str) -> None:
+        super().__init__(msg=msg, pytrace=False)
 
 
 def dump_stacks(proc: subprocess.Popen[str], wait: float = 3.0) -> None:
@@ -104,6 +119,16 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 def run(n: int, script: Path, *args: str, cwd: Path, timeout: float = TIMEOUT) -> str:
+    """Run to the end. A run that hangs in Open MPI's spawn (``SPAWN_HANG``, told by the
+    stacks) is run once more, with a warning that carries those stacks; a hang anywhere
+    else, or a second spawn hang, fails the test."""
+    try:
+        return finish(start(n, script, *args, cwd=cwd), timeout)
+    except Hung as hung:
+        if not SPAWN_HANG.search(str(hung)):
+            raise
+        warnings.warn(f"Open MPI's spawn hung (openpmix#2735); running once more. "
+                      f"{hung}", stacklevel=2)
     return finish(start(n, script, *args, cwd=cwd), timeout)
 
 

@@ -9,8 +9,6 @@ writes a ``stop`` file there, and asks for 3 processes itself at iteration 2.
 
 from __future__ import annotations
 
-import faulthandler
-import signal
 import time
 
 import numpy as np
@@ -75,8 +73,6 @@ def stop_requested(comm: MPI.Comm, args: object) -> bool:
 
 
 def main() -> None:
-    # the test sends SIGUSR1 before it ends a run that hangs: every rank prints its stacks
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
     parser = demo.parser(__doc__.splitlines()[0], iterations=12, size=0)
     args = parser.parse_args()
     mall = Malleable(demo.params(args), demo.source(args), inhibitors=demo.inhibitors(args),
