@@ -8,6 +8,7 @@ import json
 import os
 import shlex
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +23,23 @@ from malleable.runner.nodes import NodeShell
 from tests.fakes.mpi_site import FakeCtl, FakeResizer, FakeSite
 
 
-def started_job(site: FakeSite, **options: Any) -> tuple[MpiJob, FakeCtl]:
-    ctl = FakeCtl(site)
-    job = MpiJob(ctl, NodeShell(site), Launch("app.py", "print('hi')\n"),  # type: ignore[arg-type]
-                 resizer=FakeResizer(site), sleep=lambda s: None, poll=0.0,  # type: ignore[arg-type]
+def new_job(site: FakeSite, sleep: Callable[[float], None] = lambda s: None,
+            **options: Any) -> MpiJob:
+    """A job on the fake site, submitted; ``sleep`` is where a test lets the site move on."""
+    job = MpiJob(FakeCtl(site), NodeShell(site), Launch("app.py", "print('hi')\n"),  # type: ignore[arg-type]
+                 resizer=FakeResizer(site), sleep=sleep, poll=0.0,  # type: ignore[arg-type]
                  rejoin_gap=0.0, **options)
     job.submit(2)
+    return job
+
+
+def started_job(site: FakeSite, sleep: Callable[[float], None] = lambda s: None,
+                **options: Any) -> tuple[MpiJob, FakeCtl]:
+    """A job whose batch script has listed its nodes, seen started by the runner."""
+    job = new_job(site, sleep, **options)
     site.files[("c0", "/tmp/malleable-run/7/nodes")] = "n1 c0\nn2 c0\n"
     job.wait_started(5)
-    return job, ctl
+    return job, job.ctl  # type: ignore[return-value]
 
 
 def test_batch_script_starts_mpirun_inside_the_job_with_the_traps_avoided() -> None:
@@ -87,16 +96,10 @@ def test_start_reads_the_nodes_the_batch_script_listed() -> None:
 
 def test_a_job_that_completed_before_the_first_look_started_but_a_failed_one_did_not() -> None:
     site = FakeSite(state="COMPLETED")
-    job = MpiJob(FakeCtl(site), NodeShell(site), Launch("app.py", "print('hi')\n"),  # type: ignore[arg-type]
-                 resizer=FakeResizer(site), sleep=lambda s: None, poll=0.0)  # type: ignore[arg-type]
-    job.submit(2)
-    site.files[("c0", "/tmp/malleable-run/7/nodes")] = "n1 c0\nn2 c0\n"
-    job.wait_started(5)  # the short program ran its course between two looks
+    job, _ = started_job(site)  # the short program ran its course between two looks
     assert job.nodes == [("n1", "c0"), ("n2", "c0")]
     site.state = "FAILED"
-    failed = MpiJob(FakeCtl(site), NodeShell(site), Launch("app.py", "print('hi')\n"),  # type: ignore[arg-type]
-                    resizer=FakeResizer(site), sleep=lambda s: None, poll=0.0)  # type: ignore[arg-type]
-    failed.submit(2)
+    failed = new_job(site)
     with pytest.raises(ExternalError, match="FAILED before the runner saw it start"):
         failed.wait_started(5)
 
@@ -160,12 +163,7 @@ def test_a_job_that_ends_while_it_is_shrunk_has_nothing_left_to_give_back() -> N
         if site.update_errors == 0 and any(a[:2] == ["scontrol", "update"] for a in site.log):
             site.state = "COMPLETING"
 
-    job = MpiJob(FakeCtl(site), NodeShell(site), Launch("app.py", "print('hi')\n"),  # type: ignore[arg-type]
-                 resizer=FakeResizer(site), sleep=the_program_ends_meanwhile, poll=0.0,  # type: ignore[arg-type]
-                 rejoin_gap=0.0)
-    job.submit(2)
-    site.files[("c0", "/tmp/malleable-run/7/nodes")] = "n1 c0\nn2 c0\n"
-    job.wait_started(5)
+    job, _ = started_job(site, the_program_ends_meanwhile)
     site.update_errors = 1
     change = job.shrink(1)
     assert (change.after, change.error) == (1, "")
@@ -193,12 +191,7 @@ def test_a_slow_controller_while_an_offer_waits_is_not_taken_for_the_job_ending(
             site.answers = True
             site.app_reads(json.loads(site.files[offer]))
 
-    job = MpiJob(FakeCtl(site), NodeShell(site), Launch("app.py", "print('hi')\n"),  # type: ignore[arg-type]
-                 resizer=FakeResizer(site), sleep=app_answers_later, poll=0.0,  # type: ignore[arg-type]
-                 rejoin_gap=0.0)
-    job.submit(2)
-    site.files[("c0", "/tmp/malleable-run/7/nodes")] = "n1 c0\nn2 c0\n"
-    job.wait_started(5)
+    job, _ = started_job(site, app_answers_later)
     site.show_errors = 3
     change = job.shrink(1)
     assert (change.before, change.after, change.error) == (2, 1, "")
