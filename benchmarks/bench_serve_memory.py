@@ -141,6 +141,9 @@ def run(cycles: int, warmup: int, sites: int, seed: int, top: int = 15) -> Soak:
                          held=True)
             submitted += 1
             driver._cycle(pool, Outcome(0, "", 0))
+            for adapter in service.adapters.values():  # expansions run in workers: let
+                if adapter.negotiations is not None:  # them end before the fakes move on
+                    adapter.negotiations.wait(30.0)
             wall.t += POLL
             for fake in fakes.values():
                 fake.now += int(POLL)

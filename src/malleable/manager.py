@@ -15,8 +15,9 @@ Each site is observed and acted on behind its own error boundary: a site that fa
 (:mod:`malleable.health`); the other sites go on in the same cycle.
 
 An adapter may answer a grow offer or a shrink request :data:`~malleable.resources.PENDING`
-(a Slurm expansion, an MPI program's answer): the policy hears 0 for it, the job is left
-alone (no other grow or shrink is sent to it) until the answer arrives as a job event,
+(a Slurm expansion, an MPI program's answer): for a grow the policy hears the nodes the job
+would take (claimed while it is in flight, so not offered to anyone else in the cycle), for
+a shrink 0 (nothing is free before the answer); the job is left alone (no other grow or shrink is sent to it) until the answer arrives as a job event,
 and the ``grow``/``shrink`` operation is recorded then, with what the job took or gave
 (nothing for a refusal), so ``jobs.csv`` and the journal keep "accepted" semantics.
 
@@ -439,10 +440,20 @@ class Manager:
         accepted = self.clusters[cluster].offer_grow(job_id, offer)
         if accepted == PENDING:
             self.in_flight[job_id] = "grow"
-            return 0
+            return self._claimed(job_id, cluster, offer)
         if accepted > 0:
             self._log(Operation(now, "grow", job_id, cluster, accepted))
         return max(0, accepted)
+
+    def _claimed(self, job_id: str, cluster: str, offer: int) -> int:
+        """What the policy hears for a grow answered PENDING: the nodes the job takes of
+        ``offer`` if the grow succeeds. They are claimed while it is in flight (the
+        adapter no longer counts them idle), so the policy must not offer them to another
+        job or place into them in this cycle; a refusal frees them from the next view on."""
+        job = self.last_view.job(job_id) if self.last_view is not None else None
+        if job is None or job.cluster != cluster:
+            return 0
+        return job.spec.accepts(job.size, offer)
 
     def _shrink(self, job_id: str, amount: int, mandatory: bool, now: float) -> int:
         cluster = self._where.get(job_id)

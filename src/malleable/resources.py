@@ -59,8 +59,9 @@ PENDING = -1
 """What ``offer_grow`` or ``request_shrink`` may answer when the negotiation takes a while:
 it goes on in the adapter's worker, and its result comes later as a :class:`JobEvent`
 with ``answer`` set. Meanwhile the adapter's view shows the job ``growing`` (or
-``releasing``) and refuses another negotiation for it. The manager gives the policy 0
-for it (nothing done now) and records the operation when the answer arrives. Simulated
+``releasing``) and refuses another negotiation for it. The manager gives the policy, for
+a grow, the nodes the job would take (claimed while in flight) and, for a shrink, 0
+(nothing free yet); it records the operation when the answer arrives. Simulated
 clusters never answer PENDING."""
 
 

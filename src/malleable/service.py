@@ -257,10 +257,13 @@ def build_adapters(sites: Sequence[SiteConfig], clock: ScaledClock, info: RunInf
 def build_adapter(site: SiteConfig, clock: ScaledClock, info: RunInfo,
                   store: Store) -> SlurmCluster | OarCluster:
     """The adapter of one site, by its ``kind`` (imported here: a simulation never loads
-    paramiko)."""
+    paramiko). A Slurm site's expansions answer pending: each runs in a worker of the
+    adapter (``salloc`` wait, hand-over, confirmation), so a slow or refused one holds up
+    no site's cycle (docs/slurm.md, "Pending answers")."""
     from malleable.adapters.oar.cluster import OarCluster
     from malleable.adapters.oar.payload import OarPayload
     from malleable.adapters.oar.sites import oar_ctl_for
+    from malleable.adapters.pending import Negotiations
     from malleable.adapters.slurm.cluster import SlurmCluster
     from malleable.adapters.slurm.payload import Payload
     from malleable.adapters.slurm.sites import ctl_for
@@ -271,7 +274,8 @@ def build_adapter(site: SiteConfig, clock: ScaledClock, info: RunInfo,
                           journal=store)
     return SlurmCluster(site.name, ctl_for(site), clock, info.run_id,
                         Payload(info.time_scale, site.speed), site.reserve, site.speed,
-                        journal=store)
+                        journal=store, negotiations=Negotiations(site.name),
+                        pending_expansions=True)
 
 
 MAX_RETRIES = 2

@@ -149,6 +149,28 @@ def test_a_slow_expansion_does_not_hold_up_other_jobs_or_sites(tmp_path: Path) -
     assert store.intents("open") == []
 
 
+def test_the_nodes_a_pending_grow_claims_are_not_offered_again_in_the_cycle(
+        tmp_path: Path) -> None:
+    """FPSMA offers the idle nodes to the oldest job first; its grow answers pending. The
+    policy must hear what that grow claims, or it offers the same nodes to the next job and
+    Slurm refuses one of the two after its salloc wait (the issue's over-offered grows)."""
+    gate = Gate(FakeSlurm(node_names(8)))
+    site = _site("vu", gate, None)
+    manager = Manager(KoalaPolicy.named("pra", "fpsma"), {"vu": site})
+    manager.submit(_spec("j0", max_size=8))
+    manager.submit(_spec("j1", max_size=8))
+    _cycle(manager, [gate.fake], 0.0)  # both placed at 2: 4 idle
+    _cycle(manager, [gate.fake], 1.0)  # j0 offered the 4: pending; j1 offered nothing
+    assert gate.waiting.wait(2.0)
+    assert manager.in_flight == {"j0": "grow"}
+    gate.opened.set()
+    _settle(site)
+    _cycle(manager, [gate.fake], 2.0)
+    assert [(op.kind, op.job_id, op.amount) for op in manager.operations
+            if op.kind == "grow"] == [("grow", "j0", 4)]
+    assert sum(1 for c in gate.fake.calls if c[0] == "salloc") == 1
+
+
 def test_the_synchronous_path_still_answers_at_once(tmp_path: Path) -> None:
     gate = Gate(FakeSlurm(node_names(8)))
     gate.opened.set()
@@ -287,3 +309,25 @@ def test_an_mpi_program_s_answers_are_pending_in_the_runner_s_site() -> None:
     shrunk = [e for e in rm.drain_events() if e.answer]
     assert [(e.answer, e.amount, e.size) for e in shrunk] == [("shrink", 1, 3)]
     assert rm.observe().running["a"].size == 3
+
+
+def test_manager_run_and_serve_build_slurm_sites_that_answer_expansions_pending(
+        tmp_path: Path) -> None:
+    """What `manager run` (service.build_adapter) and `manager serve` (daemon.make_adapter)
+    build: a plain job's grow offer on a Slurm site is answered PENDING."""
+    from malleable.config import SiteConfig
+    from malleable.service import build_adapter
+    from malleable.site.daemon import make_adapter
+    from malleable.store import RunInfo
+
+    site = SiteConfig("vu")
+    info = RunInfo(RUN, 0.0, 1.0, "pwa", "fpsma", "wm-prime")
+    clock = ScaledClock(0.0, 1.0)
+    store = Store.open(tmp_path / "run.sqlite")
+    built = [build_adapter(site, clock, info, store),
+             make_adapter(site, clock, info, store, lambda s: SlurmCtl(FakeSlurm(["n1"])))]
+    for adapter in built:
+        assert isinstance(adapter, SlurmCluster)
+        assert adapter.negotiations is not None and adapter.pending_expansions
+        adapter.close()
+    store.close()

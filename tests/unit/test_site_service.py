@@ -51,9 +51,16 @@ def _open(tmp_path: Path, sites: Sites, **kw: object) -> tuple[SiteService, Serv
 
 
 def _cycle(driver: ServiceDriver, cycles: int = 1) -> None:
+    """Run cycles; after each, wait for the expansions it began in workers (answered
+    pending: the manager hears them in the next cycle), so that every test sees the same
+    order whatever the machine's load."""
     with ThreadPoolExecutor(max_workers=2) as pool:
         for _ in range(cycles):
             driver._cycle(pool, Outcome(0, "", 0))
+            for adapter in driver.manager.clusters.values():
+                negotiations = getattr(adapter, "negotiations", None)
+                if negotiations is not None:
+                    assert negotiations.wait(30.0) == [], "a negotiation did not end in 30 s"
 
 
 def _submit(fake: FakeSlurm, user: str, low: int, high: int, nodes: int, sub: str | None = None,

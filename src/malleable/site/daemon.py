@@ -343,7 +343,8 @@ def make_adapter(site: SiteConfig, clock: ScaledClock, info: RunInfo, store: Sto
         raise InputError(f"clusters.{site.name}.kind: the site service drives Slurm sites "
                          f"only, not {site.kind!r}")
     return SiteSlurm(site.name, ctl_factory(site), clock, info.run_id, reserve=site.reserve,
-                     speed=site.speed, journal=store, negotiations=Negotiations(site.name))
+                     speed=site.speed, journal=store, negotiations=Negotiations(site.name),
+                     pending_expansions=True)
 
 
 def open_service(config: ServiceConfig, ctl_factory: CtlFactory = ctl_for,
