@@ -315,3 +315,54 @@ def test_ended_jobs_are_forgotten_past_a_bounded_number(tmp_path: Path,
     assert len(service.store.submitted()) == 30  # the journal keeps them all
     assert sum(service.metrics.resizes.labels(kind=k, outcome="done")._value.get()
                for k in ("grow", "shrink")) > 3  # resizes happened and were counted
+
+
+def test_a_dead_node_is_shed_and_forgotten_with_its_job(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The service sheds a dead node from under a user's job, as `manager run` does, and
+    remembers it while the job is kept; once the ended job is forgotten, so are its
+    failures (the journal keeps them)."""
+    import malleable.site.daemon as daemon
+
+    monkeypatch.setattr(daemon, "KEEP_FINISHED_JOBS", 0)
+    sites = Sites("vu", nodes=6)
+    service, driver = _open(tmp_path, sites)
+    fake = sites.fakes["vu"]
+    adapter = service.adapters["vu"]
+    alice = _submit(fake, "alice", 2, 6, 2)
+    _cycle(driver, 3)
+    assert len(alice.nodes) == 6
+    dead = alice.nodes[3]
+    fake.dead = {dead}
+    _cycle(driver)  # shed: the job goes on without it
+    assert [e["dead"] for e in adapter.node_failures] == [dead]
+    assert dead not in alice.nodes and alice.state == "RUNNING"
+    assert adapter._lost == {(alice.job_id, dead)}
+    fake.dead = set()
+    fake.finish(alice.job_id)
+    del fake.jobs[alice.job_id]
+    _cycle(driver, 2)
+    assert service.manager.records == {}
+    assert adapter.node_failures == [] and adapter._lost == set()
+    assert [e["dead"] for e in service.store.node_failures("vu")] == [dead]
+    service.close()
+
+
+def test_an_mpi_job_on_a_dead_node_is_left_to_slurm(tmp_path: Path) -> None:
+    """An --mpi job's ranks on a dead node are gone: shrinking the allocation under the
+    program would not save it, so the service does not touch it (Slurm ends it)."""
+    sites = Sites("vu")
+    fake = sites.fakes["vu"]
+    comment = tags.encode(tags.UserTag(2, 4, mpi=True), "alice")
+    alice = fake.add_job(3, comment, name="jacobi", user="alice", held=True)
+    service, driver = _open(tmp_path, sites)
+    _cycle(driver, 2)
+    assert alice.state == "RUNNING" and len(alice.nodes) == 3
+    fake.dead = {alice.nodes[2]}
+    fake.calls.clear()
+    _cycle(driver)
+    adapter = service.adapters["vu"]
+    assert [(e["action"], e["reason"]) for e in adapter.node_failures] == [
+        ("none", "an --mpi job lost ranks with the node: Slurm ends it NODE_FAIL")]
+    assert len(alice.nodes) == 3 and _touched(fake, alice.job_id) == []
+    service.close()

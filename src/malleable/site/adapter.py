@@ -32,7 +32,7 @@ import os
 from dataclasses import dataclass, field
 
 import malleable.adapters.slurm.meta as meta
-from malleable.adapters.slurm.cluster import SlurmCluster
+from malleable.adapters.slurm.cluster import SlurmCluster, _Mine
 from malleable.adapters.slurm.ctl import Poll
 from malleable.adapters.slurm.parse import SlurmJob, holds_nodes
 from malleable.adapters.slurm.resize import Outcome, ResizeResult
@@ -109,7 +109,7 @@ class SiteSlurm(SlurmCluster):
         self._bind(own)
         self._sweep(own)
         self._follow_all(poll, now)
-        self._poll.taken(poll)
+        self._take(poll, own)
 
     def _own(self, job: SlurmJob) -> bool:
         """Whether a job may carry the service's internal tag (forgeries logged once)."""
@@ -189,7 +189,9 @@ class SiteSlurm(SlurmCluster):
         logger.info("event=copy_cancelled site=%s slurm_id=%d", self.name, slurm_id)
 
     def forget(self, job_ids: set[str]) -> None:
-        """Stop keeping finished jobs and refused tags no longer in the queue."""
+        """Stop keeping finished jobs: their state here and their node failures (the
+        journal keeps every failure)."""
+        gone: set[int] = set()
         for job_id in job_ids:
             self.mpi_jobs.pop(job_id, None)
             self._no_channel.discard(job_id)
@@ -198,6 +200,10 @@ class SiteSlurm(SlurmCluster):
                 del self._mine[job_id]
                 if mine.slurm_id is not None:
                     self._by_slurm.pop(mine.slurm_id, None)
+                    gone.add(mine.slurm_id)
+        if gone:
+            self._lost = {pair for pair in self._lost if pair[0] not in gone}
+            self.node_failures = [e for e in self.node_failures if e.get("slurm_id") not in gone]
 
     def forget_ignored(self, seen: set[int]) -> None:
         """Drop refused tags of jobs that have left the queue (memory stays flat)."""
@@ -213,6 +219,11 @@ class SiteSlurm(SlurmCluster):
 
     def _is_mpi(self, job_id: str) -> bool:
         return any(f.job_id == job_id and f.tag.mpi for f in self.found.values())
+
+    def _unsaveable(self, mine: _Mine, job: SlurmJob, lost: list[str]) -> str:
+        if self._is_mpi(mine.spec.id):  # its ranks there died with the node
+            return "an --mpi job lost ranks with the node: Slurm ends it NODE_FAIL"
+        return super()._unsaveable(mine, job, lost)
 
     def offer_grow(self, job_id: str, offer: int) -> int:
         if not self._is_mpi(job_id):

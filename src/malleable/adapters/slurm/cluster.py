@@ -160,8 +160,13 @@ class SlurmCluster:
         self._sweep(poll)
         self._finish_intents()
         self._follow_all(poll, now)
+        self._take(poll, poll)
+
+    def _take(self, poll: Poll, managed: Poll) -> None:
+        """Shed the dead nodes of the jobs in ``managed`` (this site's part of ``poll``),
+        then keep ``poll`` as the site's latest observation."""
         self.dead_nodes = frozenset(n.name for n in poll.nodes if n.dead)
-        shed = self._shed_dead(poll) if self.dead_nodes else False
+        shed = self._shed_dead(managed) if self.dead_nodes else False
         self._poll.taken(poll)
         if shed:  # this poll shows the sizes before the shed: the next use polls again
             self._stale()
@@ -552,12 +557,12 @@ class SlurmCluster:
     def _unsaveable(self, mine: _Mine, job: SlurmJob, lost: list[str]) -> str:
         """Why the job cannot shed ``lost`` ("" if it can)."""
         if job.batch_host in lost:
-            return "its batch host is dead: Slurm ends it NODE_FAIL (then it is retried)"
+            return "its batch host is dead: Slurm ends it NODE_FAIL"
         if not mine.spec.malleable or Capability.SHRINK not in self.capabilities:
-            return "it cannot shrink: Slurm ends it NODE_FAIL (then it is retried)"
+            return "it cannot shrink: Slurm ends it NODE_FAIL"
         if mine.spec.releases(mine.size, len(lost)) < len(lost):
             return (f"it cannot run on fewer than {mine.size - len(lost) + 1} nodes: Slurm "
-                    "ends it NODE_FAIL (then it is retried)")
+                    "ends it NODE_FAIL")
         return ""
 
     # ------------------------------------------------------------ acting
