@@ -17,9 +17,10 @@ Each site is observed and acted on behind its own error boundary: a site that fa
 An adapter may answer a grow offer or a shrink request :data:`~malleable.resources.PENDING`
 (a Slurm expansion, an MPI program's answer): for a grow the policy hears the nodes the job
 would take (claimed while it is in flight, so not offered to anyone else in the cycle), for
-a shrink 0 (nothing is free before the answer); the job is left alone (no other grow or shrink is sent to it) until the answer arrives as a job event,
-and the ``grow``/``shrink`` operation is recorded then, with what the job took or gave
-(nothing for a refusal), so ``jobs.csv`` and the journal keep "accepted" semantics.
+a shrink 0 (nothing is free before the answer); the job is left alone (no other grow or
+shrink is sent to it) until the answer arrives as a job event, and the ``grow``/``shrink``
+operation is recorded then, with what the job took or gave (nothing for a refusal), so
+``jobs.csv`` and the journal keep "accepted" semantics.
 
 Whatever the policy, the applications' own grow requests are then granted from the
 nodes it left free (:mod:`malleable.policies.requests`, voluntary as in KOALA), on
