@@ -19,6 +19,7 @@ import enum
 import json
 import logging
 import sqlite3
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -142,6 +143,10 @@ class Store:
     def __init__(self, connection: sqlite3.Connection, path: str) -> None:
         self._db = connection
         self.path = path
+        self._lock = threading.RLock()
+        """One statement at a time on the connection: adapters' workers journal their
+        negotiations while the manager's thread journals its own, and a write's token
+        (``lastrowid``) is the connection's last insert, whichever thread made it."""
 
     @classmethod
     def open(cls, path: str | Path) -> Store:
@@ -168,17 +173,20 @@ class Store:
                              f"{SCHEMA_VERSION}: use a new --state file", source=self.path)
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            self._db.close()
 
     def _write(self, sql: str, args: Sequence[Any]) -> int:
-        try:
-            cursor = self._db.execute(sql, tuple(args))
-        except sqlite3.Error as exc:
-            raise ExternalError(f"state database {self.path}: {exc}") from None
-        return int(cursor.lastrowid or 0)
+        with self._lock:
+            try:
+                cursor = self._db.execute(sql, tuple(args))
+            except sqlite3.Error as exc:
+                raise ExternalError(f"state database {self.path}: {exc}") from None
+            return int(cursor.lastrowid or 0)
 
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return list(self._db.execute(sql, tuple(args)).fetchall())
+        with self._lock:
+            return list(self._db.execute(sql, tuple(args)).fetchall())
 
     def _meta(self, key: str) -> str | None:
         rows = self._rows("SELECT value FROM meta WHERE key = ?", (key,))
@@ -199,17 +207,18 @@ class Store:
         if self.run_info() is not None:
             raise InputError("the state database already holds a run: resume it or use a "
                              "new --state file", source=self.path)
-        self._db.execute("BEGIN")
-        try:
-            for spec in workload:
-                self._db.execute("INSERT INTO workload (job_id, spec) VALUES (?, ?)",
-                                 (spec.id, spec_to_json(spec)))
-            self._db.execute("INSERT INTO meta (key, value) VALUES ('run', ?)",
-                             (json.dumps(asdict(info)),))
-            self._db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            self._db.execute("ROLLBACK")
-            raise InputError(f"cannot record the run: {exc}", source=self.path) from None
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                for spec in workload:
+                    self._db.execute("INSERT INTO workload (job_id, spec) VALUES (?, ?)",
+                                     (spec.id, spec_to_json(spec)))
+                self._db.execute("INSERT INTO meta (key, value) VALUES ('run', ?)",
+                                 (json.dumps(asdict(info)),))
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._db.execute("ROLLBACK")
+                raise InputError(f"cannot record the run: {exc}", source=self.path) from None
 
     def workload(self) -> list[JobSpec]:
         return [spec_from_json(r[0]) for r in self._rows("SELECT spec FROM workload ORDER BY seq")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,3 +183,30 @@ def test_resume_refuses_a_cluster_missing_from_the_config(tmp_path: Path) -> Non
     manager = Manager(KoalaPolicy.named("pra", "fpsma"), {"a": Adopter("a")})
     with pytest.raises(InputError, match="'gone', which is not in the config"):
         resume(store, manager, {"a": Adopter("a")})
+
+
+def test_tokens_are_right_when_threads_journal_at_once(tmp_path: Path) -> None:
+    """Adapters' workers journal intents and resizes while the manager's thread journals
+    its own: each token must name the row its caller wrote (the connection's last insert
+    is shared by every thread; found in the kill points, resizes left open in the journal
+    and another one closed twice)."""
+    store = Store.open(tmp_path / "state.sqlite")
+    wrong: list[str] = []
+
+    def journal(k: int) -> None:
+        for i in range(300):
+            job = f"j{k}-{i}"
+            token = store.intent("helper", f"s{k}", job, i)
+            resize = store.resize_begin(f"s{k}", job, i, 1, 2)
+            if store._rows("SELECT job_id FROM intents WHERE id = ?", (token,)) != [(job,)]:
+                wrong.append(f"intent {job}")
+            if store._rows("SELECT job_id FROM resizes WHERE id = ?", (resize,)) != [(job,)]:
+                wrong.append(f"resize {job}")
+
+    threads = [threading.Thread(target=journal, args=(k,)) for k in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    store.close()
+    assert wrong == []
