@@ -8,7 +8,8 @@ Covered: growth of alice's and bob's jobs, a rigid job untouched, a forged tag, 
 one copy placed, the other cancelled), SIGHUP, SIGTERM; and the application channel:
 alice's Jacobi (``--mpi``) grown 2 -> 4 by the service across a SIGKILL of the service,
 with the checksum of a fixed run, while bob's attempt to take her job's channel is
-refused and logged.
+refused and logged; a compute container killed under alice's job, whose dead nodes the
+service sheds.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, cast
 
 import pytest
 
+from malleable.adapters.slurm import hostlist
 from malleable.testbed import Testbed
 from tests.fakes.waits import clear_selection, site_quiet, site_state, wait_for
 
@@ -121,7 +123,9 @@ class Serve:
                 f"{self.config}; echo exit=$? >&2' >> {self.log} 2>&1 < /dev/null &")
 
     def pid(self) -> str:
-        return self.sh("pgrep -u malleable -f '^python3 -m malleable manager serve' || true"
+        # the oldest: a child the service forks to run a command (salloc, scontrol) has the
+        # same command line until it execs, and now and then a pgrep sees both
+        return self.sh("pgrep -o -u malleable -f '^python3 -m malleable manager serve' || true"
                        ).strip()
 
     def text(self) -> str:
@@ -302,3 +306,33 @@ def test_alices_jacobi_is_grown_through_the_channel_and_bob_cannot_answer(
     assert [p["size"] for p in malleable["phases"]] == [2, 4]
     assert [p["size"] for p in reference["phases"]] == [2]
     assert math.isclose(malleable["checksum"], reference["checksum"], rel_tol=1e-12)
+
+
+def test_a_node_killed_under_alices_job_is_shed_by_the_service(
+        small_testbed: Testbed, serve: Serve) -> None:
+    """A compute container killed under alice's running job (not her batch host): the
+    service sheds its nodes (as the operator, `NodeList=` the nodes kept) before Slurm
+    would end the job NODE_FAIL; the job keeps running on the others. The container is
+    started again whatever happened."""
+    tb = small_testbed
+    alice = _submit(tb, "vu", "alice", "--min", "1", "--max", "4", "--", "sleep", "600")
+    serve.start()
+    wait_for(lambda: _job(tb, "vu", alice).get("NumNodes") == "4", 180, "alice's job at 4")
+    job = _job(tb, "vu", alice)
+    batch = tb.container(job["BatchHost"]).hostname
+    victim = next(tb.container(n) for n in hostlist.expand(job["NodeList"])
+                  if tb.container(n).hostname != batch)
+    dead = sorted(n for n in hostlist.expand(job["NodeList"])
+                  if tb.container(n).hostname == victim.hostname)
+    tb.docker.docker_cmd("kill", victim.id)
+    try:
+        wait_for(lambda: re.search(rf"\(Slurm job {alice}\) lost {','.join(dead)}: shed",
+                                   serve.text()) is not None, 240,
+                 "the service to shed the dead nodes", explain=lambda: site_state(tb, "vu"))
+        after = _job(tb, "vu", alice)
+        assert after["JobState"] == "RUNNING", after
+        assert int(after["NumNodes"]) == 4 - len(dead)
+        assert not set(hostlist.expand(after["NodeList"])) & set(dead)
+        assert _job(tb, "vu", alice)["UserId"].startswith("alice(")
+    finally:
+        tb.docker.docker_cmd("start", victim.id)
