@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from tests.fakes.slurm import FakeSlurm, node_names  # noqa: E402
+from tests.fakes.slurm import FakeSlurm, node_names, settle  # noqa: E402
 
 from malleable.adapters.slurm.ctl import SlurmCtl  # noqa: E402
 from malleable.realtime import Outcome  # noqa: E402
@@ -141,9 +141,7 @@ def run(cycles: int, warmup: int, sites: int, seed: int, top: int = 15) -> Soak:
                          held=True)
             submitted += 1
             driver._cycle(pool, Outcome(0, "", 0))
-            for adapter in service.adapters.values():  # expansions run in workers: let
-                if adapter.negotiations is not None:  # them end before the fakes move on
-                    adapter.negotiations.wait(30.0)
+            settle(service.adapters.values())  # expansions run in workers: let them end
             wall.t += POLL
             for fake in fakes.values():
                 fake.now += int(POLL)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -274,3 +274,15 @@ def node_names(count: int) -> list[str]:
 def job_number(line: str) -> int:
     found = re.search(r"JobId=(\d+)", line)
     return int(found.group(1)) if found else -1
+
+
+def settle(adapters: Iterable[object], timeout: float = 30.0) -> list[str]:
+    """Wait for the negotiations the adapters run in workers (pending answers) to end, so a
+    test on this fake sees the same order whatever the machine's load; the job ids of
+    those still running after ``timeout`` seconds."""
+    left: list[str] = []
+    for adapter in adapters:
+        negotiations = getattr(adapter, "negotiations", None)
+        if negotiations is not None:
+            left += negotiations.wait(timeout)
+    return left

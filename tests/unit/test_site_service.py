@@ -18,7 +18,7 @@ from malleable.realtime import Outcome
 from malleable.site import tag as tags
 from malleable.site.config import parse_service_config
 from malleable.site.daemon import ServiceDriver, SiteService, driver_for, open_service
-from tests.fakes.slurm import FakeSlurm, node_names
+from tests.fakes.slurm import FakeSlurm, node_names, settle
 
 ACCOUNT = "malleable"
 
@@ -57,10 +57,7 @@ def _cycle(driver: ServiceDriver, cycles: int = 1) -> None:
     with ThreadPoolExecutor(max_workers=2) as pool:
         for _ in range(cycles):
             driver._cycle(pool, Outcome(0, "", 0))
-            for adapter in driver.manager.clusters.values():
-                negotiations = getattr(adapter, "negotiations", None)
-                if negotiations is not None:
-                    assert negotiations.wait(30.0) == [], "a negotiation did not end in 30 s"
+            assert settle(driver.manager.clusters.values()) == [], "a negotiation did not end"
 
 
 def _submit(fake: FakeSlurm, user: str, low: int, high: int, nodes: int, sub: str | None = None,
