@@ -56,7 +56,7 @@ from malleable.model import (
 )
 from malleable.policies.base import Policy, negotiate
 from malleable.policies.requests import honour_requests
-from malleable.resources import PENDING, Capability, JobEvent, ResourceManager
+from malleable.resources import PENDING, Abandoning, Capability, JobEvent, ResourceManager
 
 logger = logging.getLogger(__name__)
 
@@ -255,8 +255,13 @@ class Manager:
                 return {name: rm.observe() for name, rm in self.clusters.items()}
             except ExternalError as exc:
                 logger.debug("a site failed (%s): observing site by site", exc)
-        return {name: self._observe_site(name, rm) for name, rm in self.clusters.items()
-                if not self._given_up(name)}
+        views = {}
+        for name, rm in self.clusters.items():
+            if self._given_up(name):
+                self.health[name].counted(False)  # out of the view: a cycle it is missed
+            else:
+                views[name] = self._observe_site(name, rm)
+        return views
 
     def _given_up(self, name: str) -> bool:
         health = self.health.get(name)
@@ -279,7 +284,8 @@ class Manager:
     def give_up_site(self, name: str, now: float) -> list[str]:
         """Stop using a site that has been unavailable for too long: it leaves the view
         (policies neither place there nor count its nodes) and its unfinished jobs are
-        recorded FAILED with the reason, so the run can end. The job ids."""
+        recorded FAILED with the reason, so the run can end; its adapter drops them (and
+        cancels them there if the site answers again). The job ids."""
         health = self.site_health(name)
         if not health.given_up:
             health.give_up()
@@ -288,6 +294,9 @@ class Manager:
         lost = [j for j, site in self._where.items() if site == name and j in self._active]
         for job_id in lost:
             self.on_event(JobEvent(now, job_id, JobState.FAILED, 0, reason))
+        rm = self.clusters.get(name)
+        if lost and isinstance(rm, Abandoning):
+            rm.abandon(lost)
         return lost
 
     def _offline_view(self, name: str) -> ClusterView:
@@ -319,8 +328,8 @@ class Manager:
     def on_event(self, event: JobEvent) -> None:
         """Record a start, resize or end reported by an adapter."""
         record = self.records.get(event.job_id)
-        if record is None:
-            return
+        if record is None or (record.state.finished and event.job_id not in self._active):
+            return  # unknown, or ended here already (recorded failed when its site was given up)
         if event.state is JobState.WAITING or (
                 event.retriable and event.state.finished and self._may_retry(event)):
             self._requeue(event)

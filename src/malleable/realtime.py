@@ -11,10 +11,13 @@ Each site is polled in a thread of its own ahead of the cycle. A poll that fails
 its site offline (:mod:`malleable.health`); a poll still running after
 ``poll_timeout`` seconds is left running and its site skipped in this cycle, so a hung
 controller never holds up the other sites. A site offline without a break for
-``site_timeout`` seconds (a duration, whatever the cycles' length) is given up: no
-longer polled, its unfinished jobs recorded failed (:meth:`Manager.give_up_site`), the
-other sites go on. The run ends on failing sites only when every site was given up
-(:class:`~malleable.errors.ExternalError`, exit 3, state kept).
+``site_timeout`` seconds (a duration, whatever the cycles' length) is given up: out of
+the view, its unfinished jobs recorded failed and dropped by its adapter
+(:meth:`Manager.give_up_site`), the other sites go on. It is still probed every
+``site_probe`` seconds (one poll in the background, never waited for); once a probe
+answers, the jobs of this run it still had have been cancelled by that poll and the site
+is used again from the next cycle. The run ends on failing sites only when every site
+was given up (:class:`~malleable.errors.ExternalError`, exit 3, state kept).
 
 Times handed to the manager are *model seconds*: real seconds since the run began
 divided by the time scale, so records compare directly with a simulation of the
@@ -76,6 +79,9 @@ class RealtimeDriver:
     site_timeout: float | None = SITE_TIMEOUT
     """Seconds a site may stay unavailable without a break before it is given up
     (None: never; a service keeps trying)."""
+    site_probe: float | None = None
+    """Seconds between two probes of a given-up site (default: the site timeout, at most
+    60)."""
     poll_timeout: float | None = None
     """Seconds the cycle waits for a site's poll (default: the poll interval, at least 1)."""
     _next: int = 0
@@ -90,10 +96,12 @@ class RealtimeDriver:
         self.jobs = sorted(self.jobs, key=lambda j: j.submit_time)
         if self.poll_timeout is None:
             self.poll_timeout = max(1.0, self.poll_interval)
+        if self.site_probe is None:
+            self.site_probe = min(60.0, self.site_timeout or 60.0)
         for name in self.manager.clusters:
             self.manager.health.setdefault(name, SiteHealth(
                 name, base=min(1.0, self.poll_interval), ceiling=2 * self.poll_interval,
-                clock=self.monotonic))
+                clock=self.monotonic, probe_every=self.site_probe))
 
     def stop(self, reason: str = "signal") -> None:
         """Ask the loop to end after the current cycle (thread- and signal-safe)."""
@@ -141,13 +149,15 @@ class RealtimeDriver:
         """Poll every usable site in parallel; wait at most ``poll_timeout`` seconds."""
         health = self.manager.health
         for name, rm in self.manager.clusters.items():
-            if health[name].given_up:
-                self._polls.pop(name, None)  # never waited for again (left to its thread)
-            elif (name not in self._polls and isinstance(rm, Refreshable)
-                  and health[name].usable()):
+            if (name not in self._polls and isinstance(rm, Refreshable)
+                    and (health[name].usable() or health[name].probe_due())):
                 self._polls[name] = pool.submit(rm.refresh)
-        wait(list(self._polls.values()), timeout=self.poll_timeout)
+        wait([f for n, f in self._polls.items() if not health[n].given_up],
+             timeout=self.poll_timeout)
         for name, future in list(self._polls.items()):
+            if health[name].given_up:
+                self._probed(name, future)
+                continue
             health[name].busy = not future.done()
             if health[name].busy:
                 logger.info("site %s: its poll is still running; skipped in this cycle", name)
@@ -158,6 +168,17 @@ class RealtimeDriver:
                 health[name].failed(str(exc))
             elif exc is not None:  # not the site's fault: the cycle's own observe reports it
                 logger.warning("site %s: poll failed: %s", name, exc)
+
+    def _probed(self, name: str, future: Future[None]) -> None:
+        """A given-up site's probe: left running, or answered (used again), or failed."""
+        if not future.done():
+            return
+        del self._polls[name]
+        exc = future.exception()
+        if exc is None:
+            self.manager.health[name].returned()
+        else:
+            self.manager.health[name].failed(str(exc))
 
     def _give_up_failing(self) -> None:
         """Give up each site offline for ``site_timeout`` seconds without a break; end the

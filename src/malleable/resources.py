@@ -9,7 +9,7 @@ it can do (:class:`Capability`) rather than pretend.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -103,6 +103,17 @@ class ResourceManager(Protocol):
 
     def close(self) -> None:
         """Release what the adapter holds open (connections); jobs keep running."""
+        ...
+
+
+@runtime_checkable
+class Abandoning(ResourceManager, Protocol):
+    """A resource manager that can let go of jobs the manager recorded failed (their site
+    was given up) and cancel them when the site answers again."""
+
+    def abandon(self, job_ids: Iterable[str]) -> None:
+        """Stop following these jobs: no more events of them; whatever of them the site
+        still runs is cancelled at its next poll that answers."""
         ...
 
 

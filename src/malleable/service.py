@@ -344,7 +344,8 @@ def drive(run: ManagerRun, poll: float, deadline: float | None,
     """Run the manager in real time until done, the deadline or a signal; how it stopped.
 
     A site unavailable for ``site_timeout`` seconds without a break is given up (its
-    jobs recorded failed); ExternalError once every site is given up."""
+    jobs recorded failed, then probed and used again once it answers); ExternalError once
+    every site is given up."""
     saved = [run.store.saved_state() or ""]
 
     def cycled(now: float) -> None:

@@ -3,10 +3,13 @@
 The other site keeps placing and its cycles stay short; the run ends ``done`` with
 every job completed (jobs on the stopped site keep running under their slurmd and are
 taken up again when the controller is back); ``summary.json`` reports the outage.
+An outage longer than ``--site-timeout``: the site is given up (its jobs recorded
+failed), probed, cancels those jobs when it answers again, and is used again.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import threading
 import time
@@ -15,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from malleable.adapters.slurm import meta
 from malleable.cli import main
 from malleable.testbed import Testbed
 from tests.fakes.waits import wait_for
@@ -50,8 +54,16 @@ def _start_controller(tb: Testbed) -> None:
     wait_for(lambda: _controller_up(tb), 60, "uva's slurmctld to answer again")
 
 
-def _outage(tb: Testbed, began: threading.Event, ended: threading.Event) -> None:
+def _runs_on_uva(tb: Testbed) -> bool:
+    argv = ["squeue", "--noheader", "--format=%i", "--states=RUNNING", "--user=malleable"]
+    return bool(tb.exec("uva", argv, check=True).stdout.split())
+
+
+def _outage(tb: Testbed, began: threading.Event, ended: threading.Event,
+            on_job: bool = False) -> None:
     time.sleep(8.0)  # a few jobs placed on both sites first
+    if on_job:  # one of them on uva
+        wait_for(lambda: _runs_on_uva(tb), 90, "a job of the run running on uva")
     tb.exec("uva", ["pkill", "-x", "slurmctld"], check=True)
     began.set()
     time.sleep(OUTAGE)
@@ -79,4 +91,48 @@ def test_one_site_down_never_stops_the_other(quiet: Testbed, tmp_path: Path) -> 
     assert health["vu"]["availability"] == 1.0 and health["vu"]["outages"] == 0
     assert health["uva"]["outages"] >= 1 and health["uva"]["availability"] < 1.0
     assert health["uva"]["online"]  # used again once back
+    assert summary["cycle_p95_s"] < 2.0
+
+
+GIVE_UP = 6.0  # --site-timeout of the second run: the 25-s outage outlasts it
+
+
+def test_a_site_given_up_is_probed_cancels_its_failed_jobs_and_is_used_again(
+        quiet: Testbed, tmp_path: Path) -> None:
+    config = tmp_path / "clusters.toml"
+    config.write_text(quiet.config_toml())
+    out = tmp_path / "out"
+    began, ended = threading.Event(), threading.Event()
+    outage = threading.Thread(target=_outage, args=(quiet, began, ended, True), daemon=True)
+    outage.start()
+    rc = main(["manager", "run", "--config", str(config), "--approach", "pwa", "--policy",
+               "fpsma", "--workload", "wm", "--jobs", "14", "--time-scale", "0.05",
+               "--poll", "0.5", "--site-timeout", str(GIVE_UP), "--out", str(out), "--json"])
+    outage.join(timeout=OUTAGE + 90)
+    summary = json.loads((out / "summary.json").read_text())
+    health = summary["site_health"]["uva"]
+    with (out / "jobs.csv").open() as f:
+        rows = {r["job"]: r for r in csv.DictReader(f)}
+    failed = summary["failed_jobs"]
+    names = {meta.job_name(job, summary["run_id"]): job for job in failed}
+    acct = quiet.exec("uva", ["sacct", "-X", "-n", "-P", "--format=JobName,State",
+                              f"--name={','.join(names)}"], check=True).stdout.splitlines()
+    states = dict(line.split("|", 1) for line in acct if line.strip())
+    print(f"\ngiven up: rc {rc}, stopped {summary['stopped']}, uva {json.dumps(health)}, "
+          f"failed {failed}, their Slurm jobs {states}")
+    assert began.is_set() and ended.is_set()
+    assert rc == 5 and summary["stopped"] == "done"  # ended by its jobs, failures listed
+    assert failed and all("site uva was unavailable" in why and "given up" in why
+                          for why in failed.values())
+    assert all(rows[job]["cluster"] == "uva" for job in failed)
+    # probed and used again: back in the view, and a job placed there after the give-up ran
+    assert health["returns"] >= 1 and not health["given_up"] and health["online"]
+    given_up_at = min(float(rows[job]["end"]) for job in failed)
+    assert any(r["cluster"] == "uva" and r["state"] == "completed"
+               and float(r["start"]) > given_up_at for r in rows.values()), rows
+    # the copies the run recorded failed were cancelled there, none left running
+    assert set(states) == set(names), states
+    assert "CANCELLED" in {s.split()[0] for s in states.values()}
+    assert all(s.split()[0] in ("CANCELLED", "COMPLETED") for s in states.values()), states
+    assert summary["site_health"]["vu"]["availability"] == 1.0
     assert summary["cycle_p95_s"] < 2.0

@@ -241,3 +241,24 @@ def test_extension_jobs_are_journaled_and_taken_back_after_a_restart(
     events = [(e.state, e.size) for e in second.drain_events()]
     assert events == [(JobState.RUNNING, 1)] and second.observe().running["a"].size == 1
     store.close()
+
+
+def test_an_abandoned_job_is_deleted_at_the_next_poll_and_reported_no_more() -> None:
+    fake, oar = _site()
+    oar.start(_malleable("a"), 3)  # a base job and two extensions
+    oar.start(_malleable("b"), 2)
+    oar.drain_events()
+    oar.abandon(["a"])  # the manager recorded it failed: its site was given up
+    assert oar.observe().running.get("a") is None or not oar.observe().running["a"].managed
+    assert oar.offer_grow("a", 1) == 0 and oar.request_shrink("a", 1, True) == 0
+    fake.now += 5
+    oar.refresh()
+    named = job_name("r1", "a")
+    mine = [j for j in fake.jobs.values() if j.name in (named, named + "+")]
+    assert len(mine) == 3 and all(j.state == "Error" for j in mine)  # all three deleted
+    assert oar.drain_events() == []  # its end is not reported: it is recorded already
+    fake.now += 5
+    oar.refresh()
+    assert not oar._abandoned  # nothing of it left: no more deletes
+    others = [j for j in fake.jobs.values() if not j.name.startswith(named)]
+    assert others and all(j.state == "Running" for j in others)  # b untouched

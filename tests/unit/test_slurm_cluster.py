@@ -410,3 +410,26 @@ def test_extra_copies_of_this_runs_jobs_are_cancelled_on_every_poll() -> None:
     assert fake.jobs[lost.job_id].state == "CANCELLED"
     assert fake.jobs[other.job_id].state == "RUNNING"  # another run's: not ours to cancel
     assert fake.jobs[cluster.slurm_id("a") or 0].state == "RUNNING"
+
+
+def test_an_abandoned_job_is_cancelled_at_the_next_poll_and_reported_no_more(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The manager recorded the job failed when it gave the site up; once the site
+    answers again, the copy it still runs is cancelled (else it runs unseen as load)."""
+    fake, cluster = _site()
+    cluster.start(_spec("a"), 2)
+    cluster.start(_spec("b"), 2)
+    cluster.drain_events()
+    slurm_a = cluster.slurm_id("a") or 0
+    cluster.abandon(["a"])
+    assert cluster.size_of("a") is None and cluster.offer_grow("a", 2) == 0
+    with caplog.at_level("WARNING"):
+        cluster.refresh()
+    assert fake.jobs[slurm_a].state == "CANCELLED"
+    assert "recorded it failed when it gave the site up" in caplog.text
+    assert fake.jobs[cluster.slurm_id("b") or 0].state == "RUNNING"
+    fake.now += 5
+    cluster.invalidate()
+    assert [e.job_id for e in cluster.drain_events()] == []  # a's end is not reported
+    view = cluster.observe()
+    assert "a" not in view.running and view.running["b"].managed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 from collections.abc import Sequence
@@ -356,7 +357,10 @@ def test_a_site_failing_for_its_timeout_is_given_up_and_the_others_go_on() -> No
                for j in small)
     health = driver.manager.health["bad"].summary()
     assert health["given_up"] is True and driver.manager.health["good"].online
-    assert max(calls) < driver.clock.to_epoch(given_up_at)  # never polled again
+    # after it was given up, only probed: once every site_probe (20 s) seconds at most
+    probes = [t for t in calls if t >= driver.clock.to_epoch(given_up_at)]
+    assert all(b - a >= 20.0 for a, b in itertools.pairwise(probes)), probes
+    assert len(probes) <= (fake.t - driver.clock.to_epoch(given_up_at)) / 20.0 + 1
     assert [r.spec.id for r in driver.manager.failed] == ["big"]
     view = driver.manager.last_view
     assert view is not None and set(view.clusters) == {"good"}  # its nodes no longer counted
@@ -380,3 +384,100 @@ def test_a_job_that_fits_only_on_a_given_up_site_is_refused() -> None:
     assert not record.cluster and record.end is not None
     assert "the largest cluster offers 4" in record.reason
     assert record.end < 200.0  # refused once bad was given up, not kept waiting for it
+
+
+@dataclass
+class AbandoningCluster(TimedCluster):
+    """A site that lets go of jobs (``abandon``) and cancels them at its next answer."""
+
+    abandoned: set[str] = field(default_factory=set)
+    cancelled: list[tuple[str, float]] = field(default_factory=list)
+
+    def abandon(self, job_ids: Sequence[str]) -> None:
+        self.abandoned.update(job_ids)
+
+    def close(self) -> None:
+        pass
+
+    def refresh(self) -> None:
+        self.refreshed += 1
+        for job_id in sorted(self.abandoned & set(self.running)):
+            del self.running[job_id]
+            self.cancelled.append((job_id, self.clock.wall()))
+
+
+@pytest.mark.parametrize("outage", ["fails", "hangs"])
+def test_a_given_up_site_that_answers_again_is_used_again_and_its_old_jobs_cancelled(
+        outage: str) -> None:
+    """Down from 5 s to 55 s (its polls fail at once, or one poll hangs until it is back),
+    given up at 25 s: probed, and the first answer cancels big there and brings it back."""
+    import threading
+
+    from malleable.errors import ExternalError
+
+    fake = FakeTime()
+    clock = ScaledClock(fake.t, 0.1, wall=fake.wall)
+    good, bad = TimedCluster("good", 4, clock), AbandoningCluster("bad", 8, clock)
+    big = JobSpec("big", JobKind.RIGID, 8, 8, 8, app="fixed", runtime=10000.0)
+    late = JobSpec("late", JobKind.RIGID, 8, 8, 8, submit_time=900.0, app="fixed",
+                   runtime=50.0)
+    manager = Manager(KoalaPolicy.named("pra", "fpsma"), {"good": good, "bad": bad})
+    driver = RealtimeDriver(manager, clock, [big, late], 1.0, monotonic=fake.monotonic,
+                            pause=fake.pause, site_timeout=20.0, poll_timeout=0.02)
+    broken = (fake.t + 5.0, fake.t + 55.0)
+    calls: list[float] = []
+    up = threading.Event()
+
+    def flaky() -> None:
+        calls.append(fake.t)
+        if broken[0] <= fake.t < broken[1]:
+            if outage == "fails":
+                raise ExternalError("ssh bad: Connection refused")
+            up.wait(30)  # hangs until the controller is back, then answers
+        AbandoningCluster.refresh(bad)
+
+    bad.refresh = flaky  # type: ignore[method-assign]
+    driver.on_cycle = lambda now: up.set() if fake.t >= broken[1] else None
+    outcome = driver.run(deadline=300.0)
+    assert outcome.stopped == "done"
+    records = manager.records
+    assert records["big"].state is JobState.FAILED and "given up" in records["big"].reason
+    given_up = clock.to_epoch(records["big"].end or 0.0)
+    assert broken[0] + 20.0 <= given_up <= broken[0] + 20.0 + 3.0
+    assert len(bad.cancelled) == 1 and bad.cancelled[0][0] == "big"
+    back = bad.cancelled[0][1]  # the first poll that answered after the give-up
+    if outage == "fails":  # probed every 20 s while given up, never more often
+        probes = [t for t in calls if given_up < t <= back]
+        assert len(probes) >= 2, calls
+        assert all(b - a >= 20.0 for a, b in itertools.pairwise(probes)), probes
+        assert broken[1] <= back <= broken[1] + 20.0 + 2.0
+    else:  # the poll that hung is the probe: it answers once the site is back
+        assert len([t for t in calls if broken[0] <= t < broken[1]]) == 1, calls
+        assert broken[1] <= back <= broken[1] + 2.0
+    # used again: the 8-node job that fits only there ran there
+    assert records["late"].state is JobState.COMPLETED and records["late"].cluster == "bad"
+    health = manager.health["bad"].summary()
+    assert health["given_up"] is False and health["returns"] == 1 and health["online"]
+    assert [r.spec.id for r in manager.failed] == ["big"]
+    # the cycles it was given up count as cycles it was missed
+    assert health["cycles"] == outcome.cycles and health["offline_cycles"] >= 45, health
+
+
+def test_the_manager_ignores_events_of_a_job_it_recorded_failed_when_its_site_was_given_up(
+        ) -> None:
+    fake = FakeTime()
+    driver, _, _ = _two_sites(fake, [JobSpec("big", JobKind.RIGID, 8, 8, 8, app="fixed",
+                                             runtime=1000.0)])
+    manager = driver.manager
+    manager.submit(driver.jobs[0])
+    manager.cycle(0.0)
+    assert manager.records["big"].cluster == "bad"
+    lost = manager.give_up_site("bad", 10.0)
+    assert lost == ["big"] and manager.records["big"].state is JobState.FAILED
+    # a poll still running when the site was given up reports the job later: ignored
+    manager.on_event(JobEvent(20.0, "big", JobState.RUNNING, 8))
+    manager.on_event(JobEvent(30.0, "big", JobState.COMPLETED, 0))
+    manager.on_event(JobEvent(30.0, "big", JobState.WAITING, 0, "given back"))
+    record = manager.records["big"]
+    assert record.state is JobState.FAILED and record.end == 10.0
+    assert "big" not in manager.waiting_ids() and manager.unfinished == 0

@@ -54,10 +54,11 @@ def register(sub: Any) -> None:
     r.add_argument("--deadline", type=float, metavar="S",
                    help="stop (state kept) after S real seconds")
     r.add_argument("--site-timeout", type=float, default=SITE_TIMEOUT, metavar="S",
-                   help="give a site up after S seconds unavailable without a break: no "
-                        "longer polled, its unfinished jobs recorded failed, the other sites "
-                        f"go on; the run ends (exit 3) once every site is given up "
-                        f"(default {SITE_TIMEOUT:g})")
+                   help="give a site up after S seconds unavailable without a break: its "
+                        "unfinished jobs recorded failed (and cancelled there if it answers "
+                        "again), probed every min(S, 60) s and used again once it answers, "
+                        "the other sites go on; the run ends (exit 3) once every site is "
+                        f"given up (default {SITE_TIMEOUT:g})")
     r.add_argument("--out", type=Path, default=Path("manager-run"), metavar="DIR",
                    help="directory for jobs.csv, summary.json, workload.swf (default manager-run)")
     r.add_argument("--state", type=Path, metavar="FILE",

@@ -31,8 +31,9 @@ base and of its running extensions.
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
@@ -111,6 +112,9 @@ class OarCluster:
     _mine: dict[str, _Mine] = field(default_factory=dict)
     _events: EventLog = field(default_factory=EventLog)
     _poll: SharedPoll[Poll] = field(init=False)
+    _abandoned: set[str] = field(default_factory=set)
+    """Jobs let go of (:meth:`abandon`) whose OAR jobs may still be there."""
+    _abandoned_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self._poll = SharedPoll(lambda: self.refresh())  # looked up at each call
@@ -120,8 +124,40 @@ class OarCluster:
     def refresh(self) -> None:
         """Take one observation now."""
         poll = self.ctl.poll()
+        self._cancel_abandoned(poll)
         self._follow_all(poll, self.clock.now())
         self._poll.taken(poll)
+
+    def abandon(self, job_ids: Iterable[str]) -> None:
+        """Let go of jobs the manager recorded failed (this site was given up): no more
+        events of them, and each poll that answers deletes what of them (base and
+        extension jobs) OAR still has, until none is left."""
+        with self._abandoned_lock:
+            for job_id in job_ids:
+                mine = self._mine.get(job_id)
+                if mine is not None:
+                    mine.finished = True
+                    self._abandoned.add(job_id)
+        self._stale()
+
+    def _cancel_abandoned(self, poll: Poll) -> None:
+        with self._abandoned_lock:
+            abandoned = sorted(self._abandoned)
+        if not abandoned:
+            return
+        live = {j.job_id for j in poll.jobs if not j.state.finished}
+        gone = []
+        for job_id in abandoned:
+            mine = self._mine[job_id]
+            ids = [i for i in (mine.base, *mine.extensions, *mine.released) if i in live]
+            if not ids:
+                gone.append(job_id)
+                continue
+            logger.warning("%s: deleting OAR job(s) %s of %s: the run recorded it failed when "
+                           "it gave the site up", self.name, " ".join(map(str, ids)), job_id)
+            self.ctl.delete(ids)
+        with self._abandoned_lock:
+            self._abandoned.difference_update(gone)
 
     def _stale(self) -> None:
         self._poll.stale()

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
@@ -94,6 +94,8 @@ class _Mine:
     Slurm has, or gives it back to the manager's queue if Slurm has none."""
     todo: list[tuple[int | None, str, int | None]] = field(default_factory=list)
     """Intents to finish once the job's Slurm id is known: (token, kind, native id)."""
+    abandoned: bool = False
+    """The manager recorded it failed (its site was given up): any copy is cancelled."""
 
 
 @dataclass
@@ -241,7 +243,8 @@ class SlurmCluster:
 
     def _bind(self, poll: Poll) -> None:
         """Match jobs taken over after a restart (known by tag only) to their Slurm ids."""
-        unbound = {m.spec.id: m for m in self._mine.values() if m.slurm_id is None}
+        unbound = {m.spec.id: m for m in self._mine.values()
+                   if m.slurm_id is None and not m.abandoned}
         if not unbound:
             return
         # Several copies (a crash between sbatch and the journal, then a second try):
@@ -436,6 +439,8 @@ class SlurmCluster:
           follow, or a second Slurm job for one it follows (a crash between ``sbatch``
           and the journal made the restart submit it again): it would run unseen as
           background load.
+        * Jobs the manager let go of (:meth:`abandon`): it recorded them failed when it
+          gave this site up; found again, they are cancelled.
         """
         running = {j.job_id for j in poll.jobs if j.state_raw.split(" ")[0] == "RUNNING"}
         queued: set[int] = set()
@@ -450,6 +455,10 @@ class SlurmCluster:
                 if ((job.job_id not in expanding and self._parent_quiet(tag.helper_for))
                         or tag.helper_for not in running):
                     self._stray_helper(job, tag.helper_for)
+            elif tag.job is not None and self._abandoned(tag.job):
+                logger.warning("%s: cancelling Slurm job %d of %s: the run recorded it failed "
+                               "when it gave the site up", self.name, job.job_id, tag.job)
+                self.ctl.cancel(job.job_id)
             elif tag.job is not None and self._extra_copy(tag.job, job.job_id):
                 logger.warning("%s: cancelling Slurm job %d, an extra copy of %s that this "
                                "run does not follow", self.name, job.job_id, tag.job)
@@ -460,6 +469,21 @@ class SlurmCluster:
         """No expansion of the helper's job in flight (nor ended since the poll began: its
         helper is being granted or was just handed over, not a stray)."""
         return self._quiet(self._by_slurm.get(parent, ""))
+
+    def _abandoned(self, job_id: str) -> bool:
+        mine = self._mine.get(job_id)
+        return mine is not None and mine.abandoned
+
+    def abandon(self, job_ids: Iterable[str]) -> None:
+        """Let go of jobs the manager recorded failed (this site was given up): they are
+        no longer followed (no events), and each poll that answers cancels what of them
+        the site still has (:meth:`_sweep`). Marked, not removed: a poll may be running
+        in another thread."""
+        for job_id in job_ids:
+            mine = self._mine.get(job_id)
+            if mine is not None:
+                mine.abandoned, mine.finished = True, True
+        self._stale()
 
     def _extra_copy(self, job_id: str, slurm_id: int) -> bool:
         mine = self._mine.get(job_id)
