@@ -426,7 +426,7 @@ def test_a_given_up_site_that_answers_again_is_used_again_and_its_old_jobs_cance
                             pause=fake.pause, site_timeout=20.0, poll_timeout=0.02)
     broken = (fake.t + 5.0, fake.t + 55.0)
     calls: list[float] = []
-    up = threading.Event()
+    up, answered = threading.Event(), threading.Event()
 
     def flaky() -> None:
         calls.append(fake.t)
@@ -434,10 +434,18 @@ def test_a_given_up_site_that_answers_again_is_used_again_and_its_old_jobs_cance
             if outage == "fails":
                 raise ExternalError("ssh bad: Connection refused")
             up.wait(30)  # hangs until the controller is back, then answers
+            AbandoningCluster.refresh(bad)
+            answered.set()
+            return
         AbandoningCluster.refresh(bad)
 
+    def back_up(now: float) -> None:
+        if fake.t >= broken[1] and not up.is_set():
+            up.set()  # the hung poll answers now, on the fake clock's present second
+            assert outage == "fails" or answered.wait(10)
+
     bad.refresh = flaky  # type: ignore[method-assign]
-    driver.on_cycle = lambda now: up.set() if fake.t >= broken[1] else None
+    driver.on_cycle = back_up
     outcome = driver.run(deadline=300.0)
     assert outcome.stopped == "done"
     records = manager.records
