@@ -27,6 +27,11 @@ STACKS = Path(__file__).resolve().parent / "stacks"
 #: MPI 4.1 with an external PMIx 4 (Debian 12's build), openpmix/openpmix#2735, which
 #: upstream did not fix for 4.1. Seen here about once in 50 any-to-any runs under load.
 SPAWN_HANG = re.compile(r"line \d+ in _spawn\b")
+#: What the library's spawn watchdog prints when it aborts a run hung in that spawn.
+WATCHDOG = re.compile(r"malleable: spawning \d+ processes hung for")
+#: The watchdog's limit in the tests: under the run timeout, so a hung spawn ends the run
+#: (exit code 75) well before it; far above a spawn's time even on a loaded machine.
+TEST_SPAWN_TIMEOUT = "60"
 
 
 def have_mpi4py() -> bool:
@@ -52,6 +57,7 @@ def mpi_env() -> dict[str, str]:
         "OMPI_MCA_btl_tcp_if_include": "lo",
         "OMPI_MCA_oob_tcp_if_include": "lo",
         "OMPI_MCA_mpi_yield_when_idle": "1",
+        "MALLEABLE_SPAWN_TIMEOUT": env.get("MALLEABLE_SPAWN_TIMEOUT", TEST_SPAWN_TIMEOUT),
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), str(STACKS),
                                                      env.get("PYTHONPATH", "")])),
     })
@@ -63,15 +69,21 @@ def mpirun_argv(n: int, script: Path, *args: str) -> list[str]:
     return [MPIRUN, "--oversubscribe", "-n", str(n), sys.executable, str(script), *args]
 
 
-def start(n: int, script: Path, *args: str, cwd: Path) -> subprocess.Popen[str]:
-    """Start mpirun in its own process group (so a timeout can end all of it)."""
-    return subprocess.Popen(mpirun_argv(n, script, *args), cwd=cwd, env=mpi_env(), text=True,
+def start(n: int, script: Path, *args: str, cwd: Path,
+          env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """Start mpirun in its own process group (so a timeout can end all of it); ``env`` adds
+    to (or overrides) :func:`mpi_env`."""
+    return subprocess.Popen(mpirun_argv(n, script, *args), cwd=cwd,
+                            env={**mpi_env(), **(env or {})}, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
 
 
-def finish(proc: subprocess.Popen[str], timeout: float = TIMEOUT) -> str:
-    """Wait for mpirun; on timeout end its whole process group and fail."""
+def finish(proc: subprocess.Popen[str], timeout: float = TIMEOUT,
+           ok: tuple[int, ...] = (0,)) -> str:
+    """Wait for mpirun; on timeout end its whole process group and fail (:class:`Hung`);
+    fail on an exit code not in ``ok`` (:class:`Hung` too when the library's spawn
+    watchdog aborted the run)."""
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -80,7 +92,10 @@ def finish(proc: subprocess.Popen[str], timeout: float = TIMEOUT) -> str:
         out, _ = proc.communicate()
         raise Hung(f"mpirun did not finish within {timeout:.0f} s; the stacks of its "
                    f"processes follow:\n{out}") from None
-    if proc.returncode != 0:
+    if proc.returncode not in ok:
+        if WATCHDOG.search(out):
+            raise Hung(f"mpirun exited with {proc.returncode}: the spawn watchdog aborted "
+                       f"it:\n{out}")
         pytest.fail(f"mpirun exited with {proc.returncode}:\n{out}")
     return out
 
@@ -118,18 +133,20 @@ def stop(proc: subprocess.Popen[str]) -> None:
             continue
 
 
-def run(n: int, script: Path, *args: str, cwd: Path, timeout: float = TIMEOUT) -> str:
+def run(n: int, script: Path, *args: str, cwd: Path, timeout: float = TIMEOUT,
+        env: dict[str, str] | None = None) -> str:
     """Run to the end. A run that hangs in Open MPI's spawn (``SPAWN_HANG``, told by the
-    stacks) is run once more, with a warning that carries those stacks; a hang anywhere
-    else, or a second spawn hang, fails the test."""
+    stacks, or aborted by the library's spawn watchdog) is run once more, with a warning
+    that carries that output; a hang anywhere else, or a second spawn hang, fails the
+    test."""
     try:
-        return finish(start(n, script, *args, cwd=cwd), timeout)
+        return finish(start(n, script, *args, cwd=cwd, env=env), timeout)
     except Hung as hung:
-        if not SPAWN_HANG.search(str(hung)):
+        if not (SPAWN_HANG.search(str(hung)) or WATCHDOG.search(str(hung))):
             raise
         warnings.warn(f"Open MPI's spawn hung (openpmix#2735); running once more. "
                       f"{hung}", stacklevel=2)
-    return finish(start(n, script, *args, cwd=cwd), timeout)
+    return finish(start(n, script, *args, cwd=cwd, env=env), timeout)
 
 
 def result(path: Path) -> dict[str, Any]:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from malleable.mpi.channel import offer_to_json, read_json, write_json
+from malleable.mpi.session import EXIT_SPAWN_HUNG
 from malleable.mpi.sources import Offer
 from tests.fakes.mpirun import (
     PROGRAMS,
@@ -145,3 +147,37 @@ def test_a_run_hung_in_spawn_runs_once_more_with_a_warning_and_other_hangs_fail(
     other.mkdir()
     with pytest.raises(Hung, match="in elsewhere"):
         run(2, program, "--elsewhere", cwd=other, timeout=15)
+
+
+def test_a_spawn_that_hangs_is_reported_failed_and_aborts_the_application(
+        tmp_path: Path) -> None:
+    """The spawn watchdog: a grow whose new processes never start MPI (as in openpmix#2735)
+    ends the application within the limit, with exit code 75 and one line saying why, after
+    rank 0 told the source the resize failed; the stuck children do not outlive it."""
+    marker = f"stuck-child-{tmp_path.name}"
+    t0 = time.monotonic()
+    proc = start(1, PROGRAMS / "spawn_hangs.py", marker, cwd=tmp_path,
+                 env={"MALLEABLE_SPAWN_TIMEOUT": "2"})
+    out = finish(proc, timeout=60, ok=(EXIT_SPAWN_HUNG,))
+    elapsed = time.monotonic() - t0
+    assert proc.returncode == EXIT_SPAWN_HUNG, out
+    assert "spawning 2 processes hung for 2 s at iteration 1" in out, out
+    assert "the run ended normally" not in out
+    assert elapsed < 30, elapsed  # the limit (2 s) and the abort, not mpirun's own timeouts
+    reports = [json.loads(line) for line in (tmp_path / "reports.jsonl").read_text().splitlines()]
+    assert reports == [{"seq": reports[0]["seq"], "size": 1, "iteration": 1, "seconds": 0.0,
+                        "error": "spawn hung for 2 s"}]
+    deadline = time.monotonic() + 10
+    while subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0:
+        assert time.monotonic() < deadline, "the stuck children outlived the aborted run"
+        time.sleep(0.2)
+
+
+def test_a_run_aborted_by_the_spawn_watchdog_runs_once_more_then_fails(tmp_path: Path) -> None:
+    """The tests' harness treats the watchdog's abort like a hang told by the stacks."""
+    marker = f"stuck-child-{tmp_path.name}"
+    with pytest.warns(UserWarning, match=r"(?s)spawn hung.*spawn watchdog aborted"), \
+            pytest.raises(Hung, match="spawning 2 processes hung for 2 s"):
+        run(1, PROGRAMS / "spawn_hangs.py", marker, cwd=tmp_path, timeout=60,
+            env={"MALLEABLE_SPAWN_TIMEOUT": "2"})
+    assert len((tmp_path / "reports.jsonl").read_text().splitlines()) == 2  # two runs

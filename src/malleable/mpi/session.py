@@ -31,6 +31,7 @@ import logging
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,6 +43,31 @@ from malleable.mpi.sources import Offer, Point, Report, ResizeSource
 from malleable.mpi.transfer import mpi
 
 logger = logging.getLogger(__name__)
+
+#: Seconds a resize may spend in ``MPI_Comm_spawn`` before the application aborts; the
+#: default when neither ``spawn_timeout`` nor ``$MALLEABLE_SPAWN_TIMEOUT`` says otherwise.
+SPAWN_TIMEOUT = 120.0
+#: The exit code of an application aborted by the spawn watchdog (``EX_TEMPFAIL``: the
+#: same run started again normally works).
+EXIT_SPAWN_HUNG = 75
+
+
+def spawn_timeout_setting(value: float | None = None) -> float | None:
+    """The spawn watchdog's limit in seconds, or None for no watchdog.
+
+    ``value`` wins; else ``$MALLEABLE_SPAWN_TIMEOUT``; else :data:`SPAWN_TIMEOUT`. Zero
+    turns the watchdog off.
+    """
+    if value is None:
+        text = os.environ.get("MALLEABLE_SPAWN_TIMEOUT", "").strip()
+        try:
+            value = float(text) if text else SPAWN_TIMEOUT
+        except ValueError:
+            raise ValueError(f"MALLEABLE_SPAWN_TIMEOUT={text!r} is not a number of seconds: "
+                             "set it to 0 (no watchdog) or a positive number") from None
+    if value < 0:
+        raise ValueError(f"spawn timeout {value} s is negative: give 0 (no watchdog) or more")
+    return value or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +119,11 @@ class Malleable:
     ``layouts`` says how each distributed array moves (Block when not named);
     ``command`` is what the new processes run (default: this program again, same
     arguments); ``spawn_info`` adds MPI info keys for ``MPI_Comm_spawn``.
+
+    ``spawn_timeout`` bounds a resize's ``MPI_Comm_spawn`` (see :meth:`_spawn`): past it,
+    rank 0 reports the resize failed to the source and aborts the application with exit
+    code :data:`EXIT_SPAWN_HUNG`. Default: ``$MALLEABLE_SPAWN_TIMEOUT`` or
+    :data:`SPAWN_TIMEOUT`; 0 means no limit.
     """
 
     def __init__(self, params: Params, source: ResizeSource, *,
@@ -100,6 +131,7 @@ class Malleable:
                  layouts: Mapping[str, Redistribution] | None = None,
                  command: Sequence[str] | None = None,
                  spawn_info: Mapping[str, str] | None = None,
+                 spawn_timeout: float | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         MPI = mpi()
         self.params = params
@@ -107,6 +139,7 @@ class Malleable:
         self.layouts = dict(layouts or {})
         self.command = list(command) if command else default_command()
         self.spawn_info = dict(spawn_info or {})
+        self.spawn_timeout = spawn_timeout_setting(spawn_timeout)
         self.clock = clock
         self.checks = CheckClock(inhibitors or Inhibitors())
         self.comm: Any = MPI.COMM_WORLD
@@ -220,7 +253,15 @@ class Malleable:
         return Decision(offer, accepted)
 
     def _spawn(self, decision: Decision, iteration: int) -> Any:
-        """Start the new process set; None (and a failure report) if MPI refuses."""
+        """Start the new process set; None (and a failure report) if MPI refuses.
+
+        A spawn that does not return within ``spawn_timeout`` (Open MPI 4.1 with PMIx 4
+        hangs in it now and then, openpmix/openpmix#2735) cannot be taken back: every
+        process waits in the collective call. Rank 0's watchdog then reports the resize
+        failed to the source (so the manager withdraws the offer and frees its nodes) and
+        aborts the application, which the manager sees end; a hang holding the nodes until
+        the time limit becomes a failure at once, with one line saying why.
+        """
         MPI = mpi()
         info = MPI.Info.Create()
         hostfile = self._hostfile(decision)
@@ -229,6 +270,7 @@ class Malleable:
             values.update({"add-hostfile": hostfile, "mapper": "seq"})
         for key, value in values.items():
             info.Set(key, value)
+        watchdog = self._watchdog(decision, iteration)
         try:
             return self.comm.Spawn(self.command[0], args=self.command[1:],
                                    maxprocs=decision.accepted, info=info, root=0)
@@ -239,10 +281,37 @@ class Malleable:
                                              error=f"spawn failed: {exc}"))
             return None
         finally:
+            if watchdog is not None:
+                watchdog.cancel()
             info.Free()
             if hostfile and self.rank == 0:
                 with contextlib.suppress(OSError):
                     os.unlink(hostfile)
+
+    def _watchdog(self, decision: Decision, iteration: int) -> threading.Timer | None:
+        """Rank 0's timer that ends a hung spawn (mpi4py releases the GIL in Spawn)."""
+        if self.spawn_timeout is None or self.rank != 0:
+            return None
+        timer = threading.Timer(self.spawn_timeout, self._spawn_hung,
+                                (decision, iteration, self.spawn_timeout))
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def _spawn_hung(self, decision: Decision, iteration: int, timeout: float) -> None:
+        message = (f"spawning {decision.accepted} processes hung for {timeout:g} s at "
+                   f"iteration {iteration} (Open MPI's intermittent spawn hang, "
+                   f"openpmix/openpmix#2735): aborting the application with exit code "
+                   f"{EXIT_SPAWN_HUNG}; start it again, or raise MALLEABLE_SPAWN_TIMEOUT "
+                   f"if spawns here are this slow")
+        logger.error("%s", message)
+        print(f"malleable: {message}", file=sys.stderr, flush=True)
+        try:  # the main thread waits in Spawn: the source is not in use
+            self.source.completed(Report(decision.offer.seq, self.size, iteration,
+                                         error=f"spawn hung for {timeout:g} s"))
+        except Exception as exc:  # the abort below must happen anyway
+            logger.error("reporting the hung spawn failed: %s", exc)
+        self.comm.Abort(EXIT_SPAWN_HUNG)
 
     def _hostfile(self, decision: Decision) -> str:
         """Rank 0 writes the new set's hostfile (read by mpirun, which runs beside rank 0)."""
