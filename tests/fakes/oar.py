@@ -8,6 +8,10 @@ job ends in Error with FRAG_JOB_REQUEST), ``oarnodes -J`` and ``oarstat -J`` in 
 ``start_delay`` keeps a job waiting for that many commands (OAR's scheduling latency).
 ``finishing`` keeps a deleted running job ``Finishing`` (listed by ``oarstat -J``, its
 nodes held) for that many commands before it ends in Error, as OAR does for a while.
+A node in ``absent`` shows ``Absent`` (an administrator's drain: its jobs go on). A node
+in ``dead`` shows ``Suspected`` (finaud found it down) and takes no new job; a running job
+there is not ended by ``oardel`` (it gets FRAG_JOB_REQUEST and stays Running,
+as OAR 2.5.9 did on the testbed while it could not reach the node).
 A job whose ``-O``/``-E`` file lies in a directory nobody made (``mkdir -p``, or a file
 written there) ends in Error at its start with ``OUTPUT_FILES``, as OAR's bipbip does.
 """
@@ -54,6 +58,8 @@ class FakeOar:
     calls: list[list[str]] = field(default_factory=list)
     start_delay: int = 0
     finishing: int = 0
+    dead: set[str] = field(default_factory=set)
+    absent: set[str] = field(default_factory=set)
     _next: int = 1
 
     # ------------------------------------------------------------ CommandRunner
@@ -76,7 +82,7 @@ class FakeOar:
     def free(self) -> list[str]:
         busy = {n for j in self.jobs.values() if j.state in ("Running", "Finishing")
                 for n in j.nodes}
-        return [n for n in self.node_names if n not in busy]
+        return [n for n in self.node_names if n not in busy and n not in self.dead]
 
     def add_job(self, nodes: int, name: str = "bg", walltime: int = 7200) -> FakeOarJob:
         job = self._new(name, nodes, "sleep 1000")
@@ -170,6 +176,8 @@ class FakeOar:
         if job is None or job.state in _ENDED:
             return
         job.events.append("FRAG_JOB_REQUEST")
+        if job.state == "Running" and self.dead & set(job.nodes):
+            return  # oarexec cannot be reached: the job stays Running
         if job.state == "Running" and self.finishing > 0:
             job.state, job.wait = "Finishing", self.finishing
             return
@@ -182,8 +190,11 @@ class FakeOar:
 
     def _oarnodes(self) -> str:
         return json.dumps({str(i + 1): {"resource_id": i + 1, "network_address": n,
-                                        "state": "Alive"}
+                                        "state": self._node_state(n)}
                            for i, n in enumerate(self.node_names)})
+
+    def _node_state(self, node: str) -> str:
+        return "Suspected" if node in self.dead else "Absent" if node in self.absent else "Alive"
 
     def _oarstat(self, jobs: list[FakeOarJob], *, full: bool) -> str:
         out = {}

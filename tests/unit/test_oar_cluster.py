@@ -22,6 +22,7 @@ class Journal:
     def __init__(self) -> None:
         self.ids: dict[str, int] = {}
         self.parts: dict[int, tuple[str, bool]] = {}  # extension -> (job, released)
+        self.failures: list[object] = []
 
     def slurm_submitted(self, site: str, job_id: str, slurm_id: int) -> None:
         self.ids[job_id] = slurm_id
@@ -31,6 +32,9 @@ class Journal:
 
     def extensions_released(self, site: str, job_id: str, native_ids: Sequence[int]) -> None:
         self.parts.update((n, (job_id, True)) for n in native_ids)
+
+    def node_failure(self, site: str, entry: object) -> None:
+        self.failures.append(entry)
 
     def extensions(self, site: str, job_id: str) -> tuple[list[int], list[int]]:
         mine = sorted((n, r) for n, (j, r) in self.parts.items() if j == job_id)
@@ -262,3 +266,74 @@ def test_an_abandoned_job_is_deleted_at_the_next_poll_and_reported_no_more() -> 
     assert not oar._abandoned  # nothing of it left: no more deletes
     others = [j for j in fake.jobs.values() if not j.name.startswith(named)]
     assert others and all(j.state == "Running" for j in others)  # b untouched
+
+
+def _running_at(fake: FakeOar, oar: OarCluster, spec: JobSpec, size: int) -> None:
+    assert oar.start(spec, size) == size
+    assert [(e.state, e.size) for e in oar.drain_events()] == [(JobState.RUNNING, size)]
+
+
+def test_an_extension_on_a_dead_node_is_deleted_and_the_job_runs_on_smaller() -> None:
+    fake, oar = _site()
+    _running_at(fake, oar, _malleable("a", low=2), 4)
+    _, *exts = sorted(fake.jobs)
+    fake.dead.add(fake.jobs[exts[-1]].nodes[0])
+    oar.refresh()
+    events = oar.drain_events()
+    assert [(e.state, e.size) for e in events] == [(JobState.RUNNING, 3)]
+    assert fake.jobs[exts[-1]].events == ["FRAG_JOB_REQUEST"]  # deleted (OAR cannot yet)
+    assert fake.jobs[exts[-1]].state == "Running"
+    assert oar.observe().running["a"].size == 3
+    assert oar.journal.parts[exts[-1]] == ("a", True)  # type: ignore[attr-defined]
+    assert oar.node_failures == [{"job": "a", "oar_ids": [exts[-1]], "action": "shed",
+                                  "dead": fake.jobs[exts[-1]].nodes[0]}]
+    oar.refresh()
+    assert oar.drain_events() == [] and len(oar.node_failures) == 1  # once
+    # the job still grows and shrinks with the extensions it has left
+    assert oar.request_shrink("a", 1, True) == 1
+    assert oar.observe().running["a"].size == 2
+    assert fake.files[next(p for p in fake.files if p.endswith(".size"))] == "2\n"
+
+
+def test_a_base_job_on_a_dead_node_fails_retriable_and_its_extensions_go() -> None:
+    fake, oar = _site()
+    _running_at(fake, oar, _malleable("a", low=2), 4)
+    _running_at(fake, oar, _malleable("b", low=1), 1)
+    base, *exts = sorted(j for j in fake.jobs if fake.jobs[j].name.startswith("m.r1.a"))
+    dead = fake.jobs[base].nodes[1]
+    fake.dead.add(dead)
+    oar.refresh()
+    [event] = oar.drain_events()
+    assert (event.job_id, event.state, event.retriable) == ("a", JobState.FAILED, True)
+    assert event.reason == f"OAR node {dead} Suspected under its base job {base}"
+    assert [fake.jobs[e].state for e in exts] == ["Error", "Error"]  # deleted
+    assert fake.jobs[base].events == ["FRAG_JOB_REQUEST"]
+    assert oar.node_failures == [{"job": "a", "oar_ids": [base, *exts], "action": "failed",
+                                  "dead": dead}]
+    assert oar.journal.parts[exts[0]] == ("a", True)  # type: ignore[attr-defined]
+    oar.refresh()
+    assert oar.drain_events() == []  # nothing more of a
+    view = oar.observe()
+    assert "a" not in view.running and view.running["b"].size == 1
+    # of 5 live nodes: b's, and the live one of a's base job, which OAR still holds
+    assert view.nodes == 5 and view.idle == 3
+
+
+def test_absent_nodes_are_not_dead_and_node_failures_come_back_after_a_restart(
+        tmp_path: Path) -> None:
+    fake, oar = _site()
+    store = Store.open(tmp_path / "s.sqlite")
+    oar.journal = store
+    _running_at(fake, oar, _malleable("a", low=1), 3)
+    fake.absent.add(fake.jobs[2].nodes[0])  # drained by an administrator: the job goes on
+    oar.refresh()
+    assert oar.drain_events() == [] and oar.node_failures == []
+    assert oar.observe().running["a"].size == 3
+    fake.dead.add(fake.jobs[3].nodes[0])
+    oar.refresh()
+    assert [(e.state, e.size) for e in oar.drain_events()] == [(JobState.RUNNING, 2)]
+    assert store.extensions("grid", "a") == ([2], [3])
+    _, again = _site()
+    again.restore_node_failures(store.node_failures("grid"))
+    assert again.node_failures == oar.node_failures != []
+    store.close()

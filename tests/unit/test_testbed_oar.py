@@ -65,6 +65,8 @@ def test_settings_point_at_the_server_and_disable_cpusets() -> None:
     assert 'DB_HOSTNAME="grid-ctl"' in lines and 'SERVER_HOSTNAME="grid-ctl"' in lines
     assert 'DB_BASE_PASSWD="pw1"' in lines and 'DB_BASE_PASSWD_RO="pw2"' in lines
     assert 'WALLTIME_CHANGE_ENABLED="yes"' in lines and "-CPUSET_PATH" in lines
+    # a node dying under a job turns Suspected (the adapter's dead-node handling needs it)
+    assert 'CHECK_NODES_WITH_RUNNING_JOB="yes"' in lines and 'FINAUD_FREQUENCY="30"' in lines
     assert node_ssh_names(OAR)[0] == "[grid-n001]:6667"
 
 

@@ -30,6 +30,10 @@ def render_settings(site: Site, db_pass: str, db_pass_ro: str) -> str:
     disabled: jobs are not confined to their nodes' CPUs (the emulated nodes share a
     container anyway). Walltime changes (``oarwalltime``) are enabled. The scheduler may
     run every second (the package's 5 s minimum makes a job wait up to 10 s to start).
+    finaud checks every 30 s (package: 300 s) the nodes *with running jobs too*
+    (``CHECK_NODES_WITH_RUNNING_JOB``, off in the package): without it OAR 2.5 never
+    notices a node that dies under a job (the job stays Running until Leon exterminates
+    it), and the adapter cannot shed it (docs/oar.md, "Dead nodes").
     """
     settings = {
         "DB_HOSTNAME": site.controller,
@@ -40,6 +44,8 @@ def render_settings(site: Site, db_pass: str, db_pass_ro: str) -> str:
         "SCHEDULER_JOB_SECURITY_TIME": str(SECURITY_TIME),
         "SCHEDULER_MIN_TIME_BETWEEN_2_CALLS": "1",
         "OARSTAT_DEFAULT_OUTPUT_FORMAT": "2",
+        "FINAUD_FREQUENCY": "30",
+        "CHECK_NODES_WITH_RUNNING_JOB": "yes",
     }
     lines = [f'{key}="{value}"' for key, value in settings.items()]
     lines.append("-CPUSET_PATH")

@@ -18,6 +18,16 @@ base and of its running extensions.
   deleted and not counted (a refusal costs that wait).
 * **Shrink** by ``k``: ``oardel`` of the ``k`` newest extensions; the size drops at once,
   the nodes are idle once OAR has ended those jobs. A job never shrinks below its base.
+* **Dead nodes**: OAR 2.5 does not end a job whose node died (its server is detached
+  from the job, and even ``oardel`` cannot reach the node: the job stays ``Running``
+  until Leon exterminates it minutes later). Its node turns ``Suspected`` when finaud
+  checks nodes with running jobs (``CHECK_NODES_WITH_RUNNING_JOB="yes"``, as the testbed
+  sets; a site without it never learns of the death). At the first poll that shows a
+  job's node ``Suspected`` or ``Dead``, an extension job there is deleted and no longer
+  counted (the job runs on, one node smaller); a base job there, which runs the work,
+  is deleted with its extensions and the job ends FAILED, *retriable* (the manager runs
+  it again, as after Slurm's ``NODE_FAIL``). Each case is one entry of
+  ``node_failures`` (journaled, reported in ``summary.json``).
 * **Observe**: one call per cycle (``oarnodes -J`` and ``oarstat -J``). Jobs not of this
   run are background load. A base job gone from oarstat's list is read with
   ``oarstat -fJ -j``; one that OAR does not know ends FAILED, never COMPLETED.
@@ -33,7 +43,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
@@ -51,6 +61,9 @@ logger = logging.getLogger(__name__)
 
 #: Where base jobs' scripts go, in the submitting user's (shared) home.
 SCRIPT_DIR = ".malleable/oar"
+#: Node states that say the node died (``Absent`` is an administrator's drain: the jobs
+#: there go on).
+DEAD_NODE_STATES = frozenset({"Suspected", "Dead"})
 
 
 def job_name(run: str, job_id: str) -> str:
@@ -71,6 +84,8 @@ class NativeJournal(Protocol):
                             native_ids: Sequence[int]) -> None: ...
 
     def extensions(self, site: str, job_id: str) -> tuple[list[int], list[int]]: ...
+
+    def node_failure(self, site: str, entry: Mapping[str, object]) -> None: ...
 
 
 @dataclass(slots=True)
@@ -115,6 +130,10 @@ class OarCluster:
     _abandoned: set[str] = field(default_factory=set)
     """Jobs let go of (:meth:`abandon`) whose OAR jobs may still be there."""
     _abandoned_lock: threading.Lock = field(default_factory=threading.Lock)
+    node_failures: list[dict[str, object]] = field(default_factory=list)
+    """One entry per managed job found on dead nodes: its job, OAR job ids, the dead
+    nodes, and what was done (``shed``: extensions deleted; ``failed``: its base job's node
+    died)."""
 
     def __post_init__(self) -> None:
         self._poll = SharedPoll(lambda: self.refresh())  # looked up at each call
@@ -219,6 +238,7 @@ class OarCluster:
 
     def _follow_all(self, poll: Poll, now: float) -> None:
         by_id = {j.job_id: j for j in poll.jobs}
+        dead = {n.address: n.state for n in poll.nodes if n.state in DEAD_NODE_STATES}
         self._adopt_orphans(poll)
         missing = []
         for mine in self._mine.values():
@@ -230,9 +250,57 @@ class OarCluster:
             if base is None:
                 missing.append(mine)
                 continue
+            if dead and self._dead_nodes(mine, base, by_id, dead, now):
+                continue
             self._follow(mine, base, by_id, now)
         if missing:
             self._settle_missing(missing, now)
+
+    def _dead_nodes(self, mine: _Mine, base: OarJob, by_id: dict[int, OarJob],
+                    dead: dict[str, str], now: float) -> bool:
+        """Deal with the job's OAR jobs on dead nodes (see the module docstring); True
+        when the job ended (its base job's node died)."""
+        if base.state_raw == "Running" and dead.keys() & set(base.nodes):
+            lost = sorted(dead.keys() & set(base.nodes))
+            ids = [base.job_id, *mine.extensions]
+            reason = (f"OAR node {', '.join(lost)} {dead[lost[0]]} under its base job "
+                      f"{base.job_id}")
+            logger.warning("%s: %s lost its base job's node(s) %s: deleting OAR job(s) %s; "
+                           "the job failed and may run again", self.name, mine.spec.id,
+                           ",".join(lost), " ".join(map(str, ids)))
+            self.ctl.delete(ids)
+            self._failure(mine, ids, lost, "failed")
+            self._emit(mine, JobEvent(now, mine.spec.id, JobState.FAILED, 0, reason, True))
+            mine.released.extend(mine.extensions)
+            self._journal_extensions(mine, released=mine.extensions)
+            mine.finished, mine.size, mine.extensions = True, 0, []
+            return True
+        gone = [e for e in mine.extensions
+                if by_id[e].state_raw == "Running" and dead.keys() & set(by_id[e].nodes)]
+        if gone:
+            lost = sorted({n for e in gone for n in by_id[e].nodes} & dead.keys())
+            logger.warning("%s: %s lost node(s) %s: deleting its extension job(s) %s and "
+                           "running on without them", self.name, mine.spec.id,
+                           ",".join(lost), " ".join(map(str, gone)))
+            self.ctl.delete(gone)
+            mine.extensions = [e for e in mine.extensions if e not in gone]
+            mine.released.extend(gone)
+            self._journal_extensions(mine, released=gone)
+            self._failure(mine, gone, lost, "shed")
+        return False
+
+    def _failure(self, mine: _Mine, ids: Sequence[int], lost: Sequence[str],
+                 action: str) -> None:
+        entry: dict[str, object] = {"job": mine.spec.id, "oar_ids": list(ids),
+                                    "dead": ",".join(lost), "action": action}
+        self.node_failures.append(entry)
+        if self.journal is not None:
+            self.journal.node_failure(self.name, entry)
+
+    def restore_node_failures(self, entries: Sequence[Mapping[str, object]]) -> None:
+        """Report again, after a restart, the node failures journaled before it (the jobs
+        they touched are already released or ended in the journal)."""
+        self.node_failures.extend(dict(entry) for entry in entries)
 
     def _adopt_orphans(self, poll: Poll) -> None:
         """Extension jobs OAR accepted although their submission timed out: found by name."""
