@@ -212,6 +212,8 @@ def test_site_yml_from_fresh_hosts_then_verified_as_an_administrator(site: Site)
     environ = site.sh("ctl", f"tr '\\0' '\\n' < /proc/{pid}/environ",
                       user="malleable")  # root may not read it (no CAP_SYS_PTRACE)
     assert "MALLOC_ARENA_MAX=2" in environ.splitlines(), environ  # the role's default
+    assert {"MALLOC_TRIM_THRESHOLD_=131072", "MALLOC_MMAP_THRESHOLD_=131072"} <= set(
+        environ.splitlines()), environ
 
     job = site.sh("ctl", "cd && malleable submit --min 1 --max 2 --initial 1 -- sleep 600",
                   user="alice").strip()

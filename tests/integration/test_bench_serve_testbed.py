@@ -33,7 +33,10 @@ def test_the_testbed_soak_reports_rss_latencies_and_cycles(
         small_testbed.exec("vu", ["rm", "-rf", HOME], user="malleable", timeout=30, check=True)
     out = capsys.readouterr().out
     print(out)
-    assert re.search(r"^service environment: MALLOC_ARENA_MAX=1$", out, re.M), out
+    environment = re.search(r"^service environment: (.*)$", out, re.M)
+    assert environment is not None, out
+    assert set(environment.group(1).split()) == {  # the override, and the unit's others
+        "MALLOC_ARENA_MAX=1", "MALLOC_TRIM_THRESHOLD_=131072", "MALLOC_MMAP_THRESHOLD_=131072"}
     samples = [float(mb) for mb in re.findall(r"^t=\d+ s rss=([\d.]+) MB", out, re.M)]
     assert len(samples) >= 2 and all(mb > 10 for mb in samples)  # a Python process's RSS
     soak = re.search(r"^testbed soak 45 s, (\d+) jobs submitted: RSS ([\d.]+) MB at the "

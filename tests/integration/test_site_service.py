@@ -180,6 +180,7 @@ def test_the_service_grows_users_jobs_and_survives_restarts(
     serve.start()
     wait_for(lambda: bool(serve.pid()), 30, "the service to start")
     environ = serve.sh(f"tr '\\0' '\\n' < /proc/{serve.pid()}/environ")
+    assert {f"{k}={v}" for k, v in unit_environment().items()} <= set(environ.splitlines())
     assert "MALLOC_ARENA_MAX=2" in environ.splitlines()  # the unit's environment
 
     # alice's and bob's jobs are released and grown to their maximum, as Slurm shows

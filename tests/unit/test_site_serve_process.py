@@ -113,16 +113,21 @@ def test_unit_file_ships_with_the_package() -> None:
     assert "ExecReload=/bin/kill -HUP $MAINPID" in text
 
 
-def test_the_unit_and_the_ansible_role_limit_malloc_arenas_alike() -> None:
+def test_the_unit_and_the_ansible_role_set_the_allocator_alike() -> None:
     import malleable.site
 
     unit = (Path(malleable.site.__file__).parent / "malleable-manager.service").read_text()
     assert "Environment=MALLOC_ARENA_MAX=2" in unit.splitlines()
+    for name in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_"):
+        assert f"Environment={name}=131072" in unit.splitlines()
     role = Path(__file__).resolve().parents[2] / "ansible" / "roles" / "malleable_manager"
     defaults = (role / "defaults" / "main.yml").read_text()
     assert "malleable_manager_malloc_arena_max: 2" in defaults.splitlines()
+    assert "malleable_manager_malloc_threshold: 131072" in defaults.splitlines()
     for template in ("malleable-manager.init.j2", "venv-path.conf.j2"):
-        assert "MALLOC_ARENA_MAX={{ malleable_manager_malloc_arena_max }}" in \
-            (role / "templates" / template).read_text(), template
+        text = (role / "templates" / template).read_text()
+        assert "MALLOC_ARENA_MAX={{ malleable_manager_malloc_arena_max }}" in text, template
+        for name in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_"):
+            assert f"{name}={{{{ malleable_manager_malloc_threshold }}}}" in text, template
 
 
