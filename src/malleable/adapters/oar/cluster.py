@@ -271,9 +271,8 @@ class OarCluster:
             self.ctl.delete(ids)
             self._failure(mine, ids, lost, "failed")
             self._emit(mine, JobEvent(now, mine.spec.id, JobState.FAILED, 0, reason, True))
-            mine.released.extend(mine.extensions)
-            self._journal_extensions(mine, released=mine.extensions)
-            mine.finished, mine.size, mine.extensions = True, 0, []
+            self._released(mine, mine.extensions)
+            mine.finished, mine.size = True, 0
             return True
         gone = [e for e in mine.extensions
                 if by_id[e].state_raw == "Running" and dead.keys() & set(by_id[e].nodes)]
@@ -283,9 +282,7 @@ class OarCluster:
                            "running on without them", self.name, mine.spec.id,
                            ",".join(lost), " ".join(map(str, gone)))
             self.ctl.delete(gone)
-            mine.extensions = [e for e in mine.extensions if e not in gone]
-            mine.released.extend(gone)
-            self._journal_extensions(mine, released=gone)
+            self._released(mine, gone)
             self._failure(mine, gone, lost, "shed")
         return False
 
@@ -359,9 +356,7 @@ class OarCluster:
                        "%.0f s of its base job", self.name, len(waiting),
                        len(mine.extensions), mine.spec.id, wait)
         self.ctl.delete(waiting)
-        mine.released.extend(waiting)
-        mine.extensions = [e for e in mine.extensions if e not in waiting]
-        self._journal_extensions(mine, released=waiting)
+        self._released(mine, waiting)
         return True
 
     def _end(self, mine: _Mine, job: OarJob, now: float) -> None:
@@ -477,6 +472,14 @@ class OarCluster:
         self._mine[spec.id] = mine
         return mine
 
+    def _released(self, mine: _Mine, gone: Sequence[int]) -> None:
+        """Extension jobs just deleted: no longer the job's, remembered (and journaled) as
+        released so that OAR still listing them is never taken for live ones."""
+        gone = list(gone)
+        mine.extensions = [e for e in mine.extensions if e not in gone]
+        mine.released.extend(gone)
+        self._journal_extensions(mine, released=gone)
+
     def _journal_extensions(self, mine: _Mine, added: Sequence[int] = (),
                             released: Sequence[int] = ()) -> None:
         if self.journal is None:
@@ -534,10 +537,9 @@ class OarCluster:
         if released <= 0:
             return 0
         self._stale()
-        gone, mine.extensions = mine.extensions[-released:], mine.extensions[:-released]
+        gone = mine.extensions[-released:]
         self.ctl.delete(gone)
-        mine.released.extend(gone)
-        self._journal_extensions(mine, released=gone)
+        self._released(mine, gone)
         mine.size -= released
         self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, mine.size))
         return released
