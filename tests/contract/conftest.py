@@ -7,8 +7,9 @@ version of the matrix (``slurm-testbed`` is the default version, ``slurm-testbed
 and ``slurm-testbed-26.05`` the others; ``MALLEABLE_SLURM_VERSIONS`` narrows it) and
 OarCluster on an OAR testbed (one site ``grid`` of 4 nodes) (``integration``: skipped
 without ``--integration``). Each testbed is this suite's own: one site ``vu`` of 4 nodes,
-named ``contract<pid>-<n>`` so it cannot collide with other runs, taken down at the end of
-the session even when its bring-up failed.
+named ``contract<pid>-<n>`` so it cannot collide with other runs, taken down when this
+package's tests are done (``scope="package"``: not left idling through the integration
+suite), even when its bring-up failed.
 """
 
 from __future__ import annotations
@@ -48,12 +49,12 @@ def _session_testbed(prefix: str, topology: Topology, factory: pytest.TempPathFa
             logger.exception("could not take testbed %s down", tb.name)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def contract_oar_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
     yield from _session_testbed("contractoar", CONTRACT_OAR, tmp_path_factory)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def contract_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
     docker = Docker()
     if not docker.available():
@@ -70,11 +71,11 @@ def contract_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testb
             logger.exception("could not take testbed %s down", tb.name)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def contract_version_testbeds(
         tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], Testbed]]:
     """The contract testbed of another Slurm version than the default, brought up on first
-    use and taken down at the end of the session."""
+    use and taken down when the contract tests are done."""
     made: dict[str, Testbed] = {}
     stack = contextlib.ExitStack()
 

@@ -16,6 +16,7 @@ from typing import Any
 from malleable.adapters.shell import Result
 from malleable.adapters.slurm.parse import SlurmJob
 from malleable.adapters.slurm.resize import Outcome, ResizeResult
+from malleable.errors import ExternalError
 from malleable.model import SizeRule
 
 NODES = ["n1", "n2", "n3", "n4", "n5", "n6"]
@@ -40,6 +41,8 @@ class FakeSite:
     """How many of the next ``scontrol show job`` fail as a slow controller's do."""
     update_errors: int = 0
     """How many of the next ``scontrol update`` Slurm refuses (the allocation stays)."""
+    lost_reads: list[str] = field(default_factory=list)
+    """Files whose next read fails as a stalled connection does (one per entry)."""
 
     # the CommandRunner protocol
     def run(self, argv: Sequence[str], timeout: float, *, input: str | None = None,
@@ -78,6 +81,11 @@ class FakeSite:
     def on_node(self, node: str, argv: list[str], data: str | None) -> Result:
         host = HOST[node]
         if argv[0] == "cat":
+            lost = [name for name in self.lost_reads if argv[1].endswith(name)]
+            if lost:
+                self.lost_reads.remove(lost[0])
+                raise ExternalError("ssh malleable@login: cannot open a channel: Timeout "
+                                    "opening channel.")
             text = self.files.get((host, argv[1]))
             return Result(0, text, "") if text is not None else Result(1, "", "no such file")
         if argv[:2] == ["sh", "-c"]:
@@ -102,7 +110,10 @@ class FakeSite:
             new = self.rule.largest_fit(target) if target < self.app_size else self.app_size
         self.files[("c0", f"{ch}/answer-{offer['seq']}.json")] = json.dumps(
             {"seq": offer["seq"], "accepted": new})
-        if new != self.app_size:
+        if new == self.app_size:  # as malleable.mpi does: a completion with no change
+            self.files[("c0", f"{ch}/done-{offer['seq']}.json")] = json.dumps(
+                {"seq": offer["seq"], "size": new, "error": ""})
+        else:
             size = self.app_size if self.spawn_error else new
             self.files[("c0", f"{ch}/done-{offer['seq']}.json")] = json.dumps(
                 {"seq": offer["seq"], "size": size, "error": self.spawn_error})

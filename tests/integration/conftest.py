@@ -5,9 +5,11 @@ without it every test marked ``integration`` is skipped. With it, a missing Dock
 engine is an error, not a skip.
 
 ``testbed_factory(topology, slurm=V)`` brings up a uniquely named testbed (so several test
-runs can share a machine) and takes every testbed it made down at the end of the session,
-even when a test or the bring-up itself failed. ``small_testbed`` is one such testbed
-with the ``small`` topology (2 sites x 4 nodes), shared by the tests of a session;
+runs can share a machine) and takes every testbed it made down at the end of the *module*
+that asked for it, even when a test or the bring-up itself failed: a module's testbeds
+(the 272-node DAS-3 one among them) do not idle on through the rest of the session, taking
+CPU from the timing-sensitive MPI tests that follow. ``small_testbed`` is the one testbed
+shared by the modules of a session, with the ``small`` topology (2 sites x 4 nodes);
 ``MALLEABLE_TESTBED=NAME`` makes it the already running testbed NAME instead (brought up
 with ``--topology small``; left up at the end).
 ``versioned_testbed`` is the small testbed once per Slurm version of the matrix
@@ -18,6 +20,7 @@ taken down when they are done, so at most one extra version is up at a time.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Iterator
@@ -45,34 +48,49 @@ def testbed_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("testbeds")
 
 
-@pytest.fixture(scope="session")
-def testbed_factory(docker_engine: Docker, testbed_root: Path) -> Iterator[TestbedFactory]:
+@contextlib.contextmanager
+def _testbeds(docker: Docker, root: Path) -> Iterator[TestbedFactory]:
+    """A maker of testbeds that takes every one it made down when the block ends."""
     made: list[Testbed] = []
 
     def make(topology: Topology, *, name: str | None = None, timeout: float = 600.0,
              slurm: str = DEFAULT) -> Testbed:
-        tb = Testbed(name or unique_name(), root=testbed_root, docker=docker_engine)
+        tb = Testbed(name or unique_name(), root=root, docker=docker)
         made.append(tb)  # registered before bring-up: a failed bring-up is torn down too
         tb.up(topology, timeout=timeout, slurm=slurm)
         return tb
 
-    yield make
-    for tb in reversed(made):
-        try:
-            tb.down()
-        except Exception:  # one failed teardown must not leave the others up
-            logger.exception("could not take testbed %s down", tb.name)
+    try:
+        yield make
+    finally:
+        for tb in reversed(made):
+            try:
+                tb.down()
+            except Exception:  # one failed teardown must not leave the others up
+                logger.exception("could not take testbed %s down", tb.name)
+
+
+@pytest.fixture(scope="module")
+def testbed_factory(docker_engine: Docker, testbed_root: Path) -> Iterator[TestbedFactory]:
+    with _testbeds(docker_engine, testbed_root) as make:
+        yield make
 
 
 @pytest.fixture(scope="session")
-def small_testbed(testbed_factory: TestbedFactory, docker_engine: Docker) -> Testbed:
+def _session_testbeds(docker_engine: Docker, testbed_root: Path) -> Iterator[TestbedFactory]:
+    with _testbeds(docker_engine, testbed_root) as make:
+        yield make
+
+
+@pytest.fixture(scope="session")
+def small_testbed(_session_testbeds: TestbedFactory, docker_engine: Docker) -> Testbed:
     name = os.environ.get("MALLEABLE_TESTBED", "")
     if name:
         tb = Testbed(name, docker=docker_engine)
         if tb.record().topology.name != SMALL.name:
             pytest.fail(f"MALLEABLE_TESTBED={name} is not a 'small' testbed")
         return tb
-    return testbed_factory(SMALL)
+    return _session_testbeds(SMALL)
 
 
 @pytest.fixture(scope="session", params=slurm_matrix())

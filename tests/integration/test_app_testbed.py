@@ -37,7 +37,7 @@ from malleable.runner.launch import Launch
 from malleable.runner.nodes import NodeShell
 from malleable.runner.site import MpiPayload, MpiSite
 from malleable.testbed import Site, Testbed, Topology
-from tests.fakes.waits import TestbedFactory, wait_for
+from tests.fakes.waits import TestbedFactory, site_state, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -258,14 +258,28 @@ def slurm_nodes(tb: Testbed, slurm_id: int | None) -> tuple[str, int]:
 
 
 def cycle_until(manager: Manager, clock: ScaledClock, done: object, timeout: float,
-                what: str) -> None:
+                what: str, testbed: Testbed | None = None) -> None:
+    """Run manager cycles until ``done()``; on timeout say where things stand: the longest
+    cycle, each site's health, the operations, each MPI job's state and the queue (CI once
+    saw a shrink here stall for good after an SSH stall, with nothing else to go on)."""
     deadline = time.monotonic() + timeout
+    longest = 0.0
     while time.monotonic() < deadline:
+        began = time.monotonic()
         manager.cycle(clock.now())
+        longest = max(longest, time.monotonic() - began)
         if done():  # type: ignore[operator]
             return
         time.sleep(1.0)
-    pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+    said = [f"longest cycle {longest:.1f} s",
+            *(f"site {name}: {health.summary()}" for name, health in manager.health.items()),
+            f"operations: {[(op.kind, op.job_id, op.amount) for op in manager.operations]}"]
+    for site in manager.clusters.values():
+        for job_id, job in getattr(site, "jobs", {}).items():
+            said.append(f"{job_id}: {job.describe()}; events {job.events()[-5:]}")
+    if testbed is not None:
+        said.append(site_state(testbed, SITE))
+    pytest.fail(f"timed out after {timeout:g} s waiting for {what}\n" + "\n".join(said))
 
 
 def test_dmr_grows_on_free_nodes_and_shrinks_toward_preferred_for_a_waiting_job(
@@ -278,7 +292,7 @@ def test_dmr_grows_on_free_nodes_and_shrinks_toward_preferred_for_a_waiting_job(
     manager.submit(a)
     cycle_until(manager, clock, lambda: site.cluster.slurm_id("a") is not None
                 and slurm_nodes(testbed, site.cluster.slurm_id("a"))[1] == 6, 240,
-                "the DMR rule to expand job a onto the 4 free nodes")
+                "the DMR rule to expand job a onto the 4 free nodes", testbed)
     job = site.jobs["a"]
     assert job.size == 6
     wait_for(lambda: (job.progress() or {}).get("size") == 6, 60, "6 processes at work")
@@ -286,7 +300,7 @@ def test_dmr_grows_on_free_nodes_and_shrinks_toward_preferred_for_a_waiting_job(
     manager.submit(b)
     cycle_until(manager, clock, lambda: site.cluster.slurm_id("b") is not None
                 and slurm_nodes(testbed, site.cluster.slurm_id("b"))[0] == "RUNNING", 240,
-                "the waiting job to start after job a shrank")
+                "the waiting job to start after job a shrank", testbed)
     assert slurm_nodes(testbed, site.cluster.slurm_id("a")) == ("RUNNING", 3)
     assert job.size == 3  # 3 processes on the 3 nodes it kept
     wait_for(lambda: (job.progress() or {}).get("size") == 3, 60, "3 processes at work")
@@ -303,7 +317,7 @@ def test_an_application_request_to_grow_is_granted_from_free_nodes_under_fcfs(
     manager = Manager(FCFS(), {SITE: mpi_site})
     manager.submit(JobSpec("a", JobKind.MALLEABLE, 1, 6, 2, app="mpi:jacobi-asks"))
     cycle_until(manager, clock, lambda: "a" in mpi_site.jobs and mpi_site.jobs["a"].nodes,
-                240, "job a to start")
+                240, "job a to start", testbed)
     job = mpi_site.jobs["a"]
     slurm_id = mpi_site.cluster.slurm_id("a")
     quiet = 0  # cycles seen before the program asked: FCFS leaves the 4 free nodes alone
@@ -316,7 +330,7 @@ def test_an_application_request_to_grow_is_granted_from_free_nodes_under_fcfs(
         quiet += 1
     assert quiet >= 1, "the program asked before the manager could look once"
     cycle_until(manager, clock, lambda: job.size == ASK_FOR, 240,
-                "the manager to grant the program's request")
+                "the manager to grant the program's request", testbed)
     asked = job.shell.read_json(job.batch, f"{job.run_dir}/ch/request-1.json") or {}
     assert (asked.get("target"), asked.get("iteration")) == (ASK_FOR, ASK_AT)
     assert slurm_nodes(testbed, slurm_id) == ("RUNNING", ASK_FOR)  # the allocation followed

@@ -142,6 +142,24 @@ def test_shrink_asks_the_application_first_then_releases_the_nodes() -> None:
     assert updates[-1][-1] == "NodeList=n1"
 
 
+def test_a_shrink_cut_off_after_the_application_took_it_is_completed_by_the_next() -> None:
+    """The connection to the site stalls after the application answered a shrink (CI saw
+    it on a loaded machine): the shrink fails, the application runs on fewer processes
+    than the runner counts, and the allocation still holds the nodes. The next shrink to
+    the same size is answered at once, with no change, and gives the nodes back."""
+    site = FakeSite()
+    job, _ = started_job(site)
+    job.grow(4)
+    assert job.size == 6 and site.app_size == 6
+    site.lost_reads.append("/done-2.json")
+    with pytest.raises(ExternalError, match="Timeout opening channel"):
+        job.shrink(3)
+    assert site.app_size == 3 and job.size == 6 and len(site.alloc) == 6  # out of step
+    change = job.shrink(3)
+    assert (change.before, change.after, change.nodes_after) == (6, 3, 3)
+    assert site.alloc == ["n1", "n2", "n3"] and site.app_size == 3
+
+
 def test_a_refused_node_list_update_is_asked_again_then_reported_with_slurms_words() -> None:
     site = FakeSite()
     job, _ = started_job(site, release_timeout=0.0)
