@@ -237,6 +237,7 @@ def test_status_and_metrics_show_jobs_and_resizes(tmp_path: Path) -> None:
     assert 'malleable_managed_jobs{state="running"} 1.0' in text
     assert 'malleable_site_up{site="vu"} 1.0' in text
     assert "malleable_cycle_seconds_count 3.0" in text
+    assert "process_resident_memory_bytes " in text  # the service's RSS, to watch over months
     assert service.config.status_path.exists()
     service.close()
 
