@@ -209,6 +209,8 @@ def test_the_service_grows_users_jobs_and_survives_restarts(
                                  f"urlopen('http://127.0.0.1:{port}/metrics').read().decode())")
     assert 'malleable_resizes_total{kind="grow",outcome="done"} 2.0' in metrics
     assert 'malleable_managed_jobs{state="running"} 2.0' in metrics
+    rss = re.search(r"^process_resident_memory_bytes (\S+)$", metrics, re.M)
+    assert rss is not None and float(rss.group(1)) > 10e6  # the service's own RSS
 
     # SIGKILL; meanwhile bob submits on vu (full): after the restart the service takes
     # everything up again from its journal, once, adopts bob's new job and shrinks
