@@ -33,14 +33,15 @@ CONTRACT = Topology("contract", (Site("vu", 4),))
 CONTRACT_OAR = Topology("contract-oar", (Site("grid", 4, kind="oar"),))
 
 
-def _session_testbed(prefix: str, topology: Topology, factory: pytest.TempPathFactory,
-                     slurm: str = DEFAULT) -> Iterator[Testbed]:
+def _testbed(prefix: str, topology: Topology, factory: pytest.TempPathFactory,
+             slurm: str = DEFAULT, timeout: float = 900.0) -> Iterator[Testbed]:
+    """One testbed of this suite, up for as long as the caller's fixture lives."""
     docker = Docker()
     if not docker.available():
         pytest.fail("no Docker engine answers: run `bash .ci/testbed-setup.sh` first")
     tb = Testbed(unique_name(prefix), root=factory.mktemp(f"{prefix}-testbed"), docker=docker)
     try:
-        tb.up(topology, timeout=900.0, slurm=slurm)
+        tb.up(topology, timeout=timeout, slurm=slurm)
         yield tb
     finally:
         try:
@@ -51,24 +52,12 @@ def _session_testbed(prefix: str, topology: Topology, factory: pytest.TempPathFa
 
 @pytest.fixture(scope="package")
 def contract_oar_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
-    yield from _session_testbed("contractoar", CONTRACT_OAR, tmp_path_factory)
+    yield from _testbed("contractoar", CONTRACT_OAR, tmp_path_factory)
 
 
 @pytest.fixture(scope="package")
 def contract_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
-    docker = Docker()
-    if not docker.available():
-        pytest.fail("no Docker engine answers: run `bash .ci/testbed-setup.sh` first")
-    tb = Testbed(unique_name("contract"), root=tmp_path_factory.mktemp("contract-testbed"),
-                 docker=docker)
-    try:
-        tb.up(CONTRACT, timeout=600.0)
-        yield tb
-    finally:
-        try:
-            tb.down()
-        except Exception:
-            logger.exception("could not take testbed %s down", tb.name)
+    yield from _testbed("contract", CONTRACT, tmp_path_factory, timeout=600.0)
 
 
 @pytest.fixture(scope="package")
@@ -81,7 +70,7 @@ def contract_version_testbeds(
 
     def get(version: str) -> Testbed:
         if version not in made:
-            made[version] = stack.enter_context(contextlib.contextmanager(_session_testbed)(
+            made[version] = stack.enter_context(contextlib.contextmanager(_testbed)(
                 f"contract{version.replace('.', '')}x", CONTRACT, tmp_path_factory, version))
         return made[version]
 
