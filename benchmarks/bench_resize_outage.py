@@ -8,7 +8,9 @@ and the time the adapter confirmed the new size by reading the job back (the job
 ``RUNNING`` event with another size); their difference, in real seconds, is the
 *decision-to-confirmed* latency. It includes the rest of the cycle ahead of the resize
 (observing the sites, deciding, earlier actions), which is what a site that is down could
-slow. The resizer's own time (request to read-back, ``resizes.seconds``) is printed too.
+slow. A grow answered *pending* (the expansion runs in a worker from the decision on) is
+recorded at its answer; its latency is the worker's resize time (``resizes.seconds``).
+The resizer's own time (request to read-back, ``resizes.seconds``) is printed too.
 
 * ``quiet``: nothing else happens;
 * ``one site down``: uva's ``slurmctld`` is stopped ``--down-after`` seconds into the run
@@ -82,9 +84,11 @@ def latencies(state: Path, scale: float, window: tuple[float, float] | None,
                      "WHERE kind IN ('grow', 'shrink') ORDER BY seq").fetchall()
     events = db.execute("SELECT time, job_id, state, size FROM events ORDER BY seq").fetchall()
     resizer = db.execute("SELECT before, target, seconds, outcome FROM resizes").fetchall()
+    done = db.execute("SELECT job_id, before, after, seconds FROM resizes "
+                      "WHERE outcome = 'done' ORDER BY id").fetchall()
     db.close()
     out = {"grow": Latency("grow"), "shrink": Latency("shrink")}
-    for time_, kind, job, _ in ops:
+    for time_, kind, job, amount in ops:
         real = float(time_) * scale
         if window is not None and not window[0] <= real <= window[1]:
             continue
@@ -93,12 +97,35 @@ def latencies(state: Path, scale: float, window: tuple[float, float] | None,
                           and _changes(events, job, float(t))), None)
         if confirmed is None:
             out[kind].unconfirmed += 1
-        else:
+        elif confirmed > float(time_):
             out[kind].seconds.append((confirmed - float(time_)) * scale)
+            _pending_seconds(done, job, kind, int(amount))  # its resize row: used up
+        else:
+            # A pending answer (a grow's expansion runs in a worker): the manager records
+            # the operation when the answer arrives, at the confirmation's time. The
+            # worker began at the decision (a negotiation is refused, never queued, when
+            # no worker is free), so its resize's own time is the decision-to-confirmed.
+            seconds = _pending_seconds(done, job, kind, int(amount))
+            if seconds is None:
+                out[kind].unconfirmed += 1
+            else:
+                out[kind].seconds.append(seconds)
     for before, target, seconds, outcome in resizer:
         if outcome == "done" and seconds is not None and window is None:
             out["grow" if target > before else "shrink"].resizer.append(float(seconds))
     return out
+
+
+def _pending_seconds(done: list[tuple[str, int, int, float | None]], job: str, kind: str,
+                     amount: int) -> float | None:
+    """The resizer's time of the first unused done resize of ``job`` that took (grow) or
+    gave back (shrink) ``amount`` nodes; that row is used up."""
+    for i, (j, before, after, seconds) in enumerate(done):
+        change = after - before if kind == "grow" else before - after
+        if j == job and change == amount and seconds is not None:
+            del done[i]
+            return float(seconds)
+    return None
 
 
 def _changes(events: list[tuple[float, str, str, int]], job: str, at: float) -> bool:

@@ -9,11 +9,12 @@ run with the same state file takes them up again).
 
 Each site is polled in a thread of its own ahead of the cycle. A poll that fails marks
 its site offline (:mod:`malleable.health`); a poll still running after
-``poll_timeout`` seconds is left running and its site skipped in this cycle, so a hung
-controller never holds up the other sites. A site offline without a break for
-``site_timeout`` seconds (a duration, whatever the cycles' length) is given up: out of
-the view, its unfinished jobs recorded failed and dropped by its adapter
-(:meth:`Manager.give_up_site`), the other sites go on. It is still probed every
+``poll_timeout`` seconds is left running and its site skipped in this cycle (and in the
+next ones, without waiting again, until it answers), so a hung controller holds up the
+other sites once, for ``poll_timeout``, not in every cycle of its outage. A site offline
+without a break for ``site_timeout`` seconds (a duration, whatever the cycles' length)
+is given up: out of the view, its unfinished jobs recorded failed and dropped by its
+adapter (:meth:`Manager.give_up_site`), the other sites go on. It is still probed every
 ``site_probe`` seconds (one poll in the background, never waited for); once a probe
 answers, the jobs of this run it still had have been cancelled by that poll and the site
 is used again from the next cycle. The run ends on failing sites only when every site
@@ -146,14 +147,20 @@ class RealtimeDriver:
         outcome.cycle_seconds.append(self.monotonic() - started)
 
     def _prefetch(self, pool: ThreadPoolExecutor) -> None:
-        """Poll every usable site in parallel; wait at most ``poll_timeout`` seconds."""
+        """Poll every usable site in parallel; wait at most ``poll_timeout`` seconds for
+        the polls begun in this cycle. A poll still running from an earlier cycle (a hung
+        controller) is not waited for again: it is used if it has answered by now, else
+        its site is skipped once more, so a hung site costs the other sites' cycle the
+        wait once, not in every cycle of its outage."""
         health = self.manager.health
+        begun: list[Future[None]] = []
         for name, rm in self.manager.clusters.items():
             if (name not in self._polls and isinstance(rm, Refreshable)
                     and (health[name].usable() or health[name].probe_due())):
                 self._polls[name] = pool.submit(rm.refresh)
-        wait([f for n, f in self._polls.items() if not health[n].given_up],
-             timeout=self.poll_timeout)
+                if not health[name].given_up:
+                    begun.append(self._polls[name])
+        wait(begun, timeout=self.poll_timeout)
         for name, future in list(self._polls.items()):
             if health[name].given_up:
                 self._probed(name, future)

@@ -489,3 +489,36 @@ def test_the_manager_ignores_events_of_a_job_it_recorded_failed_when_its_site_wa
     record = manager.records["big"]
     assert record.state is JobState.FAILED and record.end == 10.0
     assert "big" not in manager.waiting_ids() and manager.unfinished == 0
+
+
+def test_a_hung_poll_is_waited_for_once_not_in_every_cycle_of_its_outage(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    from concurrent.futures import wait as real_wait
+
+    import malleable.realtime as realtime
+
+    fake = FakeTime()
+    driver, _, bad = _two_sites(fake, _jobs(3, gap=10.0, runtime=10.0))
+    driver.poll_timeout = 0.05
+    release = threading.Event()
+    hung: list[object] = []
+    waited: list[int] = []  # per cycle: how many of the waited-for polls are the hung one
+
+    def hang() -> None:
+        release.wait(10)
+
+    def recording_wait(futures: list[object], timeout: float | None = None) -> object:
+        if not hung and driver._polls.get("bad") is not None:
+            hung.append(driver._polls["bad"])
+        waited.append(sum(f is hung[0] for f in futures) if hung else 0)
+        return real_wait(futures, timeout=timeout)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(realtime, "wait", recording_wait)
+    bad.refresh = hang  # type: ignore[method-assign]
+    driver.on_cycle = lambda now: release.set() if driver.finished else None
+    outcome = driver.run()
+    assert outcome.stopped == "done" and outcome.cycles >= 3
+    assert waited[0] == 1 and sum(waited) == 1  # the cycle that began it, and no other
+    assert driver.manager.health["bad"].summary()["outages"] == 1
+    assert all(r.cluster == "good" for r in driver.manager.records.values())
