@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from malleable.errors import InputError
+from malleable.testbed.bringup import free_ports
 from malleable.testbed.compose import check_name, compose_project, project_name
 from malleable.testbed.topology import DAS3, SMALL
 
@@ -33,6 +35,28 @@ def test_only_controllers_publish_ssh_on_a_random_loopback_port(tmp_path: Path) 
     services = compose_project(DAS3, "t", "img", tmp_path)["services"]
     published = {n: s["ports"] for n, s in services.items() if "ports" in s}
     assert published == {f"{s.name}-ctl": ["127.0.0.1::22"] for s in DAS3.sites}
+
+
+def test_controllers_publish_ssh_on_the_ports_chosen_at_bring_up(tmp_path: Path) -> None:
+    ports = dict(zip((s.name for s in DAS3.sites), range(40001, 40006), strict=True))
+    services = compose_project(DAS3, "t", "img", tmp_path, ports)["services"]
+    published = {n: s["ports"] for n, s in services.items() if "ports" in s}
+    assert published == {f"{s.name}-ctl": [f"127.0.0.1:{ports[s.name]}:22"]
+                         for s in DAS3.sites}
+
+
+def test_free_ports_are_distinct_and_can_be_bound() -> None:
+    ports = free_ports(5)
+    assert len(set(ports)) == 5 and all(1024 < p < 65536 for p in ports)
+    held = []
+    try:
+        for port in ports:  # each one free right now: a listener can take it
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            held.append(sock)
+            sock.bind(("127.0.0.1", port))
+    finally:
+        for sock in held:
+            sock.close()
 
 
 def test_start_order_accounting_then_compute_then_controller(tmp_path: Path) -> None:

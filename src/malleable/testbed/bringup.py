@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import socket
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -71,9 +72,27 @@ def prepare(tb: Testbed, topology: Topology, image: str, slurm: str = versions.D
     dbd.write_text(render_slurmdbd_conf(dbd_tpl, dbpass), encoding="utf-8")
     dbd.chmod(0o600)
     secrets.write_known_hosts(st.secrets, _internal_names(topology))
-    doc = compose_project(topology, tb.name, image, st.path)
+    doc = compose_project(topology, tb.name, image, st.path,
+                          dict(zip((s.name for s in topology.sites),
+                                   free_ports(len(topology.sites)), strict=True)))
     st.compose_file.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     write_record(st, Record(tb.name, tb.project, topology, image, slurm))
+
+
+def free_ports(count: int, host: str = info.PUBLISH_HOST) -> list[int]:
+    """``count`` distinct TCP ports free on ``host`` now (the kernel's choice), for the
+    controllers' published sshd. Another process could take one before compose binds it:
+    then ``compose up`` fails with "port is already allocated" and the bring-up says so."""
+    held: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            held.append(sock)
+            sock.bind((host, 0))
+        return [sock.getsockname()[1] for sock in held]
+    finally:
+        for sock in held:
+            sock.close()
 
 
 def _internal_names(topology: Topology) -> list[str]:

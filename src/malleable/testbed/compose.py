@@ -3,7 +3,10 @@
 No fixed container names and no fixed subnets: the compose project name (``malleable-NAME``)
 keeps several testbeds apart, compose makes one network per project, and each service's
 hostname is what Slurm and SSH use inside that network. Only the controllers' sshd is
-published, on a random port of 127.0.0.1.
+published on 127.0.0.1, on a port chosen free at bring-up and written into the compose file
+(not left to Docker, which picks another one each time a stopped container starts again), so
+a controller container that is stopped and started keeps its address and a running manager
+reaches it again.
 
 Start order: the accounting service becomes healthy, the compute containers start (so
 their names resolve), then each site's controller starts. An OAR site's server starts
@@ -20,6 +23,7 @@ belong to the compose project and go with ``compose down --volumes``.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -91,8 +95,13 @@ def home_mount(site: Site) -> dict[str, Any]:
             "volume": {"nocopy": True}}
 
 
-def _oar_site_services(site: Site, image: str, name: str, secrets: Path,
-                       etc: Path) -> dict[str, dict[str, Any]]:
+def _published(port: int | None) -> list[str]:
+    """The controller's sshd on 127.0.0.1: on ``port``, or on one Docker picks when None."""
+    return [f"127.0.0.1:{port or ''}:22"]
+
+
+def _oar_site_services(site: Site, image: str, name: str, secrets: Path, etc: Path,
+                       port: int | None = None) -> dict[str, dict[str, Any]]:
     services: dict[str, dict[str, Any]] = {}
     home = home_mount(site)
     for host, nodes in site.layout().items():
@@ -104,17 +113,17 @@ def _oar_site_services(site: Site, image: str, name: str, secrets: Path,
     ctl = _service(image, name, "controller", ["oar-server", site.name, *site.node_names()],
                    secrets, etc, site.name)
     ctl["hostname"] = site.controller
-    ctl["ports"] = ["127.0.0.1::22"]
+    ctl["ports"] = _published(port)
     ctl["volumes"].append(home)
     ctl["depends_on"] = {h: {"condition": "service_healthy"} for h in site.compute_hosts()}
     services[site.controller] = ctl
     return services
 
 
-def _site_services(site: Site, image: str, name: str, secrets: Path,
-                   etc: Path) -> dict[str, dict[str, Any]]:
+def _site_services(site: Site, image: str, name: str, secrets: Path, etc: Path,
+                   port: int | None = None) -> dict[str, dict[str, Any]]:
     if site.kind == "oar":
-        return _oar_site_services(site, image, name, secrets, etc)
+        return _oar_site_services(site, image, name, secrets, etc, port)
     services: dict[str, dict[str, Any]] = {}
     home = home_mount(site)
     for host, nodes in site.layout().items():
@@ -127,7 +136,7 @@ def _site_services(site: Site, image: str, name: str, secrets: Path,
         services[host] = svc
     ctl = _service(image, name, "controller", ["controller", site.name], secrets, etc, site.name)
     ctl["hostname"] = site.controller
-    ctl["ports"] = ["127.0.0.1::22"]
+    ctl["ports"] = _published(port)
     ctl["volumes"].append(home)
     ctl["depends_on"] = {DBD_HOST: {"condition": "service_healthy"},
                          **{h: {"condition": "service_started"} for h in site.compute_hosts()}}
@@ -135,8 +144,10 @@ def _site_services(site: Site, image: str, name: str, secrets: Path,
     return services
 
 
-def compose_project(topology: Topology, name: str, image: str, state_dir: Path) -> dict[str, Any]:
-    """The compose document of a testbed whose state lives in ``state_dir``."""
+def compose_project(topology: Topology, name: str, image: str, state_dir: Path,
+                    ports: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """The compose document of a testbed whose state lives in ``state_dir``; ``ports``
+    gives each site's published SSH port (Docker picks one for a site without)."""
     secrets, etc = state_dir / "secrets", state_dir / "etc"
     services: dict[str, dict[str, Any]] = {}
     if topology.has_slurm:
@@ -144,7 +155,8 @@ def compose_project(topology: Topology, name: str, image: str, state_dir: Path) 
         dbd["hostname"] = DBD_HOST
         services[DBD_HOST] = dbd
     for site in topology.sites:
-        services.update(_site_services(site, image, name, secrets, etc))
+        services.update(_site_services(site, image, name, secrets, etc,
+                                       (ports or {}).get(site.name)))
     doc: dict[str, Any] = {"version": "2.4", "services": services}
     volumes: dict[str, Any] = {home_volume(s): {} for s in topology.sites}
     if volumes:
