@@ -172,6 +172,22 @@ start_oar_node() {
   start_oar_sshd
 }
 
+# On `docker stop` (SIGTERM, then SIGKILL after the compose file's stop_grace_period, 5 s),
+# stop the Slurm daemons as their init scripts would: slurmctld saves its state when it is
+# terminated. Without this they were killed with the container, and slurmctld came back
+# with its state of up to a minute before (a job's hand-over lost, the job recovered as
+# pending and then killed as a "duplicate jobid" on its own nodes).
+stop_daemons() {
+  local name i
+  for name in slurmctld slurmd slurmdbd; do pkill -TERM -x "$name" || true; done
+  for i in $(seq 1 40); do
+    pgrep -x slurmctld >/dev/null || pgrep -x slurmd >/dev/null \
+      || pgrep -x slurmdbd >/dev/null || return 0
+    sleep 0.1
+  done
+  log "daemons still running after 4 s; the container's stop kills them"
+}
+
 main() {
   local role=${1:?usage: testbed-entrypoint accounting|controller SITE|compute SITE NODE...|oar-server SITE NODE...|oar-node SITE}
   shift
@@ -186,7 +202,7 @@ main() {
     *) log "unknown role $role"; exit 2 ;;
   esac
   log "$role started"
-  trap 'exit 0' TERM INT
+  trap 'stop_daemons; exit 0' TERM INT
   sleep infinity &
   wait $!
 }
