@@ -13,10 +13,11 @@ in ``dead`` shows ``Suspected`` (finaud found it down) and takes no new job; a r
 there is not ended by ``oardel`` (it gets FRAG_JOB_REQUEST and stays Running,
 as OAR 2.5.9 did on the testbed while it could not reach the node).
 A job whose ``-O``/``-E`` file lies in a directory nobody made (``mkdir -p``, or a file
-written there) ends in Error at its start with ``OUTPUT_FILES``, as OAR's bipbip does.
-``oarsub --hold`` leaves the job in ``Hold`` (never scheduled); jobs belong to ``user``
-(oarstat's ``owner``), the one the runner submits as. A name longer than OAR's
-``jobs.job_name`` (100 characters) is refused with OAR's unhelpful message.
+written there; a relative file is in the submission directory, which exists) ends in Error
+at its start with ``OUTPUT_FILES``, as OAR's bipbip does. ``oarsub --hold`` leaves the job
+in ``Hold`` (never scheduled) until ``oarresume``; jobs belong to ``user`` (oarstat's
+``owner``), the one the runner submits as. A name longer than OAR's ``jobs.job_name``
+(100 characters) is refused with OAR's unhelpful message.
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ class FakeOar:
             if len(free) < job.want:
                 return
             job.state, job.nodes, job.start = "Running", free[:job.want], self.now
-            if any(o.rpartition("/")[0] not in self.dirs for o in job.outputs):
+            if any("/" in o and o.rpartition("/")[0] not in self.dirs for o in job.outputs):
                 job.events += ["SWITCH_INTO_ERROR_STATE", "OUTPUT_FILES"]
                 job.state, job.stop = "Error", self.now
 
@@ -150,6 +151,13 @@ class FakeOar:
             text = self.files.get(args[1])
             return Result(0, text, "") if text is not None else Result(
                 1, "", f"cat: {args[1]}: No such file or directory")
+        if args[0] == "oarresume":
+            for arg in args[1:]:
+                if self.jobs[int(arg)].state == "Hold":
+                    self.jobs[int(arg)].state = "Waiting"
+            self._schedule()
+            return Result(0, "".join(f"[{a}] Resume request was sent to the OAR server.\n"
+                                     for a in args[1:]), "")
         if args[0] == "oardel":
             for arg in args[1:]:
                 self._delete(int(arg))
@@ -161,9 +169,10 @@ class FakeOar:
         want = int(resources.split(",")[0].removeprefix("nodes="))
         hms = [int(x) for x in resources.split("walltime=")[1].split(":")] \
             if "walltime=" in resources else [2, 0, 0]
-        if len(name) > 100:  # jobs.job_name is varchar(100): the insert fails
-            return Result(255, "[ADMISSION RULE] Modify resource description\n",
-                          "Oarsub failed, please verify your request syntax\n")
+        if len(name) > 100:  # jobs.job_name is varchar(100): the insert fails (as recorded)
+            return Result(8, "[ADMISSION RULE] Set default walltime to 7200.\nOAR_JOB_ID=\n\n"
+                          "##########\n{\n   \"job_id\" : null\n}\n\n##########\n",
+                          "[ERROR] Oarsub failed, please verify your request syntax.\n")
         out = []
         for _ in range(count):
             if want > len(self.node_names):

@@ -49,7 +49,8 @@ def test_a_held_job_named_with_the_compact_tag_owned_by_the_user() -> None:
     [argv] = fake.calls
     name = argv[argv.index("-n") + 1]
     assert argv[:3] == ["oarsub", "-J", "--hold"]
-    assert argv[-3:] == ["-l", "nodes=3,walltime=0:10:00", "python3 app.py 'a b; rm -rf /'"]
+    assert argv[-7:] == ["-l", "nodes=3,walltime=0:10:00", "-O", "OAR.%jobid%.stdout", "-E",
+                         "OAR.%jobid%.stderr", "python3 app.py 'a b; rm -rf /'"]
     job = fake.jobs[1]
     assert (job.state, job.owner, job.want) == ("Hold", "alice", 3)
     tag = tags.parse_oar(name)
@@ -67,6 +68,8 @@ def test_the_held_job_shows_held_and_tagged_in_oarstat_and_never_starts() -> Non
     assert (doc["state"], doc["owner"]) == ("Hold", "bob")
     assert tags.parse_oar(doc["name"]).max_size == 4
     assert "walltime" not in " ".join(fake.calls[0])  # no --time: OAR's default walltime
+    fake.run(["oarresume", "1"], 10)  # what the service will do, as oar
+    assert fake.jobs[1].state == "Running" and fake.jobs[1].nodes == ["grid-n1"]
 
 
 @pytest.mark.parametrize(("limit", "walltime"), [
@@ -94,7 +97,7 @@ def test_oar_itself_refuses_such_a_name_unhelpfully() -> None:
     fake = _grid()
     out = fake.run(["oarsub", "-J", "--hold", "-n", "m1;" + "x" * 98, "-l", "nodes=1", "ls"],
                    10, check=False)
-    assert out.rc != 0 and "verify your request syntax" in out.stderr and not fake.jobs
+    assert out.rc == 8 and "verify your request syntax" in out.stderr and not fake.jobs
 
 
 def test_mpi_is_not_offered_on_oar_sites_yet(tmp_path: Path) -> None:

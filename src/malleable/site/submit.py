@@ -17,7 +17,8 @@ and relays its offers. Everything is checked before anything is submitted.
 
 With a clusters config (``--config``, docs/slurm.md), each ``--site`` is a table of it and
 its ``kind`` decides: a Slurm site gets the ``sbatch`` above, an OAR site (docs/oar.md)
-``oarsub -J --hold -n TAG -l nodes=N[,walltime=H:MM:SS] COMMAND`` with the compact tag of
+``oarsub -J --hold -n TAG -l nodes=N[,walltime=H:MM:SS] -O OAR.%jobid%.stdout -E ...
+COMMAND`` with the compact tag of
 :func:`malleable.site.tag.encode_oar` as the job's name; the job id comes from oarsub's
 JSON. A site with a ``host`` is reached by SSH as the config's ``user`` (who must be the
 submitting user: OAR and Slurm take the job's owner from the connection), one without
@@ -44,6 +45,9 @@ from malleable.site.agent import parse_address
 
 _TIME = re.compile(r"(\d+-)?\d+(:\d{1,2}){0,2}|\d+-\d+")
 _SITE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: The job's output files, in the submission directory: OAR's default names hold the job
+#: name, here the tag (``OAR.m1;min=1;...;sub=ID.7.stdout``).
+_OUTPUTS = ("-O", "OAR.%jobid%.stdout", "-E", "OAR.%jobid%.stderr")
 #: The parts of ``--time`` (Slurm's formats): days, then H, M, S from the right.
 _DAYS = re.compile(r"(\d+)-(.*)")
 
@@ -239,7 +243,7 @@ def oarsub_options(sub: Submission, name: str) -> list[str]:
     resources = f"nodes={sub.start_size}"
     if sub.time is not None:
         resources += f",walltime={oar_walltime(sub.time)}"
-    return ["--hold", "-n", name, "-l", resources]
+    return ["--hold", "-n", name, "-l", resources, *_OUTPUTS]
 
 
 def _oarsub(sub: Submission, name: str, target: Target) -> int:
