@@ -24,6 +24,7 @@ from malleable.adapters.slurm.sites import runner_for
 from malleable.cli import main
 from malleable.config import load_config
 from malleable.errors import ExternalError
+from malleable.model import JobState
 from malleable.site import tag as tags
 from malleable.site.oarjobs import discover
 from malleable.testbed import Docker, Site, Testbed, Topology
@@ -135,3 +136,54 @@ def test_oar_itself_refuses_a_name_over_100_characters(oar: Testbed, alice_confi
     finally:
         runner.close()
     assert list(_jobs(oar)) == [fits]
+
+
+# ---------------------------------------------------------------- the service's sudo rule
+
+def _as_service(oar: Testbed, tmp_path: Path, *argv: str) -> tuple[int, str]:
+    """Run ``argv`` on grid's login node over SSH as the service account ``malleable``
+    (the testbed's clusters config), as the site service will; exit code and output."""
+    config = tmp_path / "service.toml"
+    config.write_text(oar.config_toml())
+    runner = runner_for(load_config(config).site("grid"))
+    try:
+        result = runner.run(list(argv), 60, check=False)
+    finally:
+        runner.close()
+    return result.rc, result.stdout + result.stderr
+
+
+def test_the_service_resumes_and_deletes_alice_s_job_as_oar_and_nothing_else(
+        oar: Testbed, alice_config: Path, clean: None, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["submit", "--config", str(alice_config), "--site", "grid", "--min", "1",
+                 "--max", "2", "--", "sleep", "600"]) == 0
+    job = capsys.readouterr().out.strip()
+    # without sudo, OAR refuses (only the owner, oar and root may)
+    rc, said = _as_service(oar, tmp_path, "oarresume", job)
+    assert "you are not the right user" in said
+    assert _jobs(oar, int(job))[int(job)]["state"] == "Hold"
+    # nothing but oarresume and oardel, and only as oar
+    for argv in (["-u", "oar", "oarsub", "-l", "nodes=1", "true"], ["-u", "oar", "oarhold", job],
+                 ["-u", "oar", "/bin/sh", "-c", "id"], ["-u", "oar", "/usr/lib/oar/oarresume", job],
+                 ["-u", "root", "oarresume", job], ["-u", "alice", "oarresume", job]):
+        rc, said = _as_service(oar, tmp_path, "sudo", "-n", *argv)
+        assert rc != 0 and "a password is required" in said, argv
+    rc, said = _as_service(oar, tmp_path, "sudo", "-n", "-l")
+    assert rc == 0 and said.count("NOPASSWD") == 1
+    assert "(oar) NOPASSWD: /usr/bin/oarresume, /usr/bin/oardel" in said
+    assert _jobs(oar, int(job))[int(job)]["state"] == "Hold"
+    # alice cannot use the rule
+    assert not oar.exec("grid", ["sudo", "-n", "-u", "oar", "oarresume", job], user="alice").ok
+    # the rule itself: resume the held job, then delete it (cancelled, as oardel leaves it)
+    rc, said = _as_service(oar, tmp_path, "sudo", "-n", "-u", "oar", "oarresume", job)
+    assert rc == 0 and "Resume request was sent" in said
+    wait_for(lambda: _jobs(oar, int(job))[int(job)]["state"] == "Running", 120,
+             f"alice's job {job} running after oarresume as oar")
+    rc, said = _as_service(oar, tmp_path, "sudo", "-n", "-u", "oar", "oardel", job)
+    assert rc == 0, said
+    wait_for(lambda: _jobs(oar, int(job))[int(job)]["state"] == "Error", 120,
+             f"alice's job {job} deleted by oardel as oar")
+    (ended,) = parse_oarstat(oar.exec("grid", ["oarstat", "-fJ", "-j", job], check=True).stdout)
+    assert ended.owner == "alice" and ended.events[:2] == ("RESUME_JOB", "FRAG_JOB_REQUEST")
+    assert ended.state is JobState.CANCELLED
