@@ -4,7 +4,9 @@ compact tag, which parses back; a tag too long for OAR's job name is refused bef
 ``oarsub`` (exit 2), which would refuse it with "verify your request syntax".
 
 The held job is then resumed as ``oar`` (what the site service will do, docs/oar.md) and
-runs alice's command. Bounded by the test timeout; the module's testbed (one OAR site,
+runs alice's command. The service account ``malleable``, over SSH, can resume and delete
+alice's job only through its sudo rule (``sudo -u oar oarresume|oardel``) and can run
+nothing else as ``oar`` or anyone. Bounded by the test timeout; the module's testbed (one OAR site,
 2 nodes in one container) is taken down after its last test, every job deleted after each.
 """
 
