@@ -13,7 +13,11 @@ in ``dead`` shows ``Suspected`` (finaud found it down) and takes no new job; a r
 there is not ended by ``oardel`` (it gets FRAG_JOB_REQUEST and stays Running,
 as OAR 2.5.9 did on the testbed while it could not reach the node).
 A job whose ``-O``/``-E`` file lies in a directory nobody made (``mkdir -p``, or a file
-written there) ends in Error at its start with ``OUTPUT_FILES``, as OAR's bipbip does.
+written there; a relative file is in the submission directory, which exists) ends in Error
+at its start with ``OUTPUT_FILES``, as OAR's bipbip does. ``oarsub --hold`` leaves the job
+in ``Hold`` (never scheduled) until ``oarresume``; jobs belong to ``user`` (oarstat's
+``owner``), the one the runner submits as. A name longer than OAR's ``jobs.job_name``
+(100 characters) is refused with OAR's unhelpful message.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ class FakeOarJob:
     wait: int = 0
     walltime: int = 7200
     outputs: tuple[str, ...] = ()
+    owner: str = "malleable"
 
 
 @dataclass
@@ -60,6 +65,7 @@ class FakeOar:
     finishing: int = 0
     dead: set[str] = field(default_factory=set)
     absent: set[str] = field(default_factory=set)
+    user: str = "malleable"
     _next: int = 1
 
     # ------------------------------------------------------------ CommandRunner
@@ -96,7 +102,7 @@ class FakeOar:
 
     def _new(self, name: str, want: int, command: str) -> FakeOarJob:
         job = FakeOarJob(self._next, name, want, command, submit=self.now,
-                         wait=self.start_delay)
+                         wait=self.start_delay, owner=self.user)
         self.jobs[job.job_id] = job
         self._next += 1
         return job
@@ -117,7 +123,7 @@ class FakeOar:
             if len(free) < job.want:
                 return
             job.state, job.nodes, job.start = "Running", free[:job.want], self.now
-            if any(o.rpartition("/")[0] not in self.dirs for o in job.outputs):
+            if any("/" in o and o.rpartition("/")[0] not in self.dirs for o in job.outputs):
                 job.events += ["SWITCH_INTO_ERROR_STATE", "OUTPUT_FILES"]
                 job.state, job.stop = "Error", self.now
 
@@ -145,6 +151,13 @@ class FakeOar:
             text = self.files.get(args[1])
             return Result(0, text, "") if text is not None else Result(
                 1, "", f"cat: {args[1]}: No such file or directory")
+        if args[0] == "oarresume":
+            for arg in args[1:]:
+                if self.jobs[int(arg)].state == "Hold":
+                    self.jobs[int(arg)].state = "Waiting"
+            self._schedule()
+            return Result(0, "".join(f"[{a}] Resume request was sent to the OAR server.\n"
+                                     for a in args[1:]), "")
         if args[0] == "oardel":
             for arg in args[1:]:
                 self._delete(int(arg))
@@ -156,6 +169,10 @@ class FakeOar:
         want = int(resources.split(",")[0].removeprefix("nodes="))
         hms = [int(x) for x in resources.split("walltime=")[1].split(":")] \
             if "walltime=" in resources else [2, 0, 0]
+        if len(name) > 100:  # jobs.job_name is varchar(100): the insert fails (as recorded)
+            return Result(8, "[ADMISSION RULE] Set default walltime to 7200.\nOAR_JOB_ID=\n\n"
+                          "##########\n{\n   \"job_id\" : null\n}\n\n##########\n",
+                          "[ERROR] Oarsub failed, please verify your request syntax.\n")
         out = []
         for _ in range(count):
             if want > len(self.node_names):
@@ -163,6 +180,8 @@ class FakeOar:
                            "There are not enough resources for your request\n")
                 return Result(8, "".join(out), "")
             job = self._new(name, want, args[-1])
+            if "--hold" in args:
+                job.state = "Hold"
             job.outputs = tuple(args[args.index(o) + 1].replace("%jobid%", str(job.job_id))
                                 for o in ("-O", "-E") if o in args)
             job.walltime = hms[0] * 3600 + hms[1] * 60 + hms[2]
@@ -199,7 +218,7 @@ class FakeOar:
     def _oarstat(self, jobs: list[FakeOarJob], *, full: bool) -> str:
         out = {}
         for job in jobs:
-            doc = {"Job_Id": job.job_id, "name": job.name, "owner": "malleable",
+            doc = {"Job_Id": job.job_id, "name": job.name, "owner": job.owner,
                    "state": job.state, "assigned_network_address": job.nodes,
                    "submissionTime": job.submit, "startTime": job.start, "command": job.command,
                    "message": f"R={job.want},W={_hms(job.walltime)},J=B (Karma=0.000,quota_ok)"}

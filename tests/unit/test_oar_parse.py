@@ -5,7 +5,8 @@ meanwhile (``oarnodes -J``), a job deleted while running (Error with
 FRAG_JOB_REQUEST), one that ended by itself (Terminated, exit code 0), one killed at
 its walltime (Error with WALLTIME and FRAG_JOB_REQUEST) and one that exited 3
 (Terminated, exit code 768), and oarsub's answers to a job that fits and to one that
-exceeds the platform.
+exceeds the platform; a job submitted ``--hold`` and deleted while held, and one resumed
+(``oarresume``) then deleted while running, both by ``oar`` (the site service's sudo rule).
 """
 
 from __future__ import annotations
@@ -48,6 +49,21 @@ def test_deleted_running_job_is_cancelled_not_failed() -> None:
     assert job.state_raw == "Error" and "FRAG_JOB_REQUEST" in job.events
     assert job.state is JobState.CANCELLED
     assert job.stop_time is not None and job.start_time is not None
+
+
+@pytest.mark.parametrize("name", ["oarstat-full-held-deleted.json",
+                                  "oarstat-full-resumed-deleted.json"])
+def test_a_held_job_deleted_before_or_after_its_resume_is_cancelled(name: str) -> None:
+    (job,) = parse_oarstat(_read(name))
+    assert (job.state_raw, job.owner) == ("Error", "alice")
+    assert job.state is JobState.CANCELLED, job.events
+
+
+def test_the_resume_comes_first_in_a_resumed_job_s_events() -> None:
+    (job,) = parse_oarstat(_read("oarstat-full-resumed-deleted.json"))
+    assert job.events == ("RESUME_JOB", "FRAG_JOB_REQUEST", "SEND_KILL_JOB",
+                          "SWITCH_INTO_ERROR_STATE")
+    assert job.notes[0] == "RESUME_JOB: User oar launched oarresume on the job 1"
 
 
 def test_a_job_oar_put_in_error_failed_even_if_deleted_afterwards() -> None:

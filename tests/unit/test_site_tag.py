@@ -1,10 +1,13 @@
-"""The user tag: the versioned JSON a malleable job carries in its Slurm comment."""
+"""The user tag: the versioned JSON a malleable job carries in its Slurm comment, and its
+compact form in an OAR job name."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from malleable.site import tag as tags
 
@@ -64,3 +67,156 @@ def test_internal_tags_and_plain_comments_are_not_user_tags() -> None:
     assert not tags.looks_like_tag('{"malleable":1,"run":"3f2a","job":"wm-7"}')
     assert not tags.looks_like_tag("my comment")
     assert tags.looks_like_tag('{"malleable_job":1}')
+
+
+# ---------------------------------------------------------------- OAR's compact form
+
+def test_compact_tag_is_the_documented_form_and_parses_back() -> None:
+    tag = tags.UserTag(2, 8, 4, "jacobi", True, "9f3e21c4")
+    name = tags.encode_oar(tag)
+    assert name == "m1;min=2;max=8;pref=4;app=jacobi;mpi;sub=9f3e21c4"
+    assert tags.parse_oar(name) == tag
+    assert tags.looks_like_oar_tag(name)
+
+
+def test_minimal_compact_tag_from_plain_oarsub_in_any_order() -> None:
+    assert tags.encode_oar(tags.UserTag(1, 4)) == "m1;min=1;max=4"
+    assert tags.parse_oar("m1;max=4;sub=ab;min=1;mpi") == tags.UserTag(1, 4, mpi=True, sub="ab")
+
+
+BAD_OAR = {
+    "too long": "m1;min=1;max=4;app=" + "x" * 90,
+    "no parts": "m1",
+    "empty part": "m1;min=1;;max=4",
+    "trailing separator": "m1;min=1;max=4;",
+    "version 2": "m2;min=1;max=4",
+    "version not first": "min=1;m1;max=4",
+    "json tag": '{"malleable_job":1,"min":1,"max":4}',
+    "negative min": "m1;min=-3;max=4",
+    "plus sign": "m1;min=+1;max=4",
+    "leading zero": "m1;min=01;max=4",
+    "spaces": "m1;min= 1;max=4",
+    "underscore digits": "m1;min=1;max=1_0",
+    "unicode digits": "m1;min=\uff11;max=4",
+    "float": "m1;min=1.5;max=4",
+    "zero max": "m1;min=0;max=0",
+    "min above max": "m1;min=6;max=4",
+    "huge max": "m1;min=1;max=10000000000",
+    "digits without end": "m1;min=1;max=" + "9" * 40,
+    "missing max": "m1;min=1",
+    "empty value": "m1;min=;max=4",
+    "pref outside": "m1;min=1;max=4;pref=9",
+    "long key name": "m1;min=1;max=4;preferred=2",
+    "unknown key": "m1;min=1;max=4;run=3f2a",
+    "user key": "m1;min=1;max=4;user=alice",
+    "repeated key": "m1;min=1;max=4;max=8",
+    "repeated flag": "m1;min=1;max=4;mpi;mpi",
+    "mpi with value": "m1;min=1;max=4;mpi=true",
+    "key without value": "m1;min=1;max",
+    "bad sub": "m1;min=1;max=4;sub=../../etc",
+    "bad app": "m1;min=1;max=4;app=a b",
+    "app with separator": "m1;min=1;max=4;app=a=b",
+}
+
+
+@pytest.mark.parametrize("name", BAD_OAR.values(), ids=BAD_OAR.keys())
+def test_bad_compact_tags_are_refused_with_a_short_reason(name: str) -> None:
+    with pytest.raises(tags.BadTag) as caught:
+        tags.parse_oar(name)
+    assert 0 < len(str(caught.value)) < 200
+    assert "\n" not in str(caught.value)
+
+
+def test_only_names_that_claim_a_version_look_like_compact_tags() -> None:
+    assert tags.looks_like_oar_tag("m2;min=1")
+    assert tags.looks_like_oar_tag("m1;garbage")
+    for name in ("m.rs1a2b.a", "m.rs1a2b.a+", "m1", "bg", "", "local", "M1;min=1",
+                 "xm1;min=1", "m;min=1"):
+        assert not tags.looks_like_oar_tag(name), name
+
+
+def test_a_tag_too_long_for_oar_names_the_parts_to_shorten() -> None:
+    tag = tags.UserTag(2, 8, 4, "a" * 64, True, "s" * 32)
+    with pytest.raises(tags.TagTooLong) as caught:
+        tags.encode_oar(tag)
+    error = caught.value
+    assert error.length == len("m1;min=2;max=8;pref=4;app=;mpi;sub=") + 96 > 100
+    assert error.over == error.length - 100
+    assert error.parts == {"app": 64, "sub": 32}
+    assert str(error) == (f"the OAR job name would be {error.length} characters, over OAR's "
+                          f"100: shorten app (64 characters) or sub (32 characters) by "
+                          f"{error.over}")
+    # the JSON form of the same tag is fine (Slurm's comment is long enough)
+    assert tags.parse(tags.encode(tag, "alice"), "alice") == tag
+
+
+def test_the_longest_fixed_parts_leave_room_for_the_free_ones() -> None:
+    big = tags.MAX_NODES
+    longest = tags.encode_oar(tags.UserTag(big, big, big, mpi=True))
+    assert len(longest) == 40
+    name = tags.encode_oar(tags.UserTag(big, big, big, "a" * 49, True, "s"))
+    assert len(name) == 100 and tags.parse_oar(name).app == "a" * 49
+    with pytest.raises(tags.TagTooLong) as caught:
+        tags.encode_oar(tags.UserTag(big, big, big, "a" * 49, True, "ss"))
+    assert caught.value.over == 1
+    assert str(caught.value).endswith("shorten app (49 characters) or sub (2 characters) by 1")
+
+
+def test_an_invalid_tag_is_refused_before_its_length() -> None:
+    with pytest.raises(tags.BadTag) as caught:
+        tags.encode_oar(tags.UserTag(3, 2, app="a" * 64, sub="s" * 32))
+    assert not isinstance(caught.value, tags.TagTooLong)
+    assert "min 3 is above max 2" in str(caught.value)
+
+
+_NAMES = st.from_regex(r"[A-Za-z0-9._-]{1,64}", fullmatch=True)
+_SUBS = st.from_regex(r"[A-Za-z0-9_-]{1,32}", fullmatch=True)
+
+
+@st.composite
+def valid_tags(draw: st.DrawFn) -> tags.UserTag:
+    low = draw(st.integers(1, tags.MAX_NODES))
+    high = draw(st.integers(low, tags.MAX_NODES))
+    preferred = draw(st.none() | st.integers(low, high))
+    return tags.UserTag(low, high, preferred, draw(_NAMES), draw(st.booleans()),
+                        draw(st.none() | _SUBS))
+
+
+@given(valid_tags())
+@settings(max_examples=400, deadline=None)
+def test_every_valid_tag_round_trips_or_is_too_long_for_oar(tag: tags.UserTag) -> None:
+    assert tags.parse(tags.encode(tag, "alice"), "alice") == tag
+    try:
+        name = tags.encode_oar(tag)
+    except tags.TagTooLong as exc:
+        assert exc.length > tags.OAR_MAX_LENGTH and exc.parts
+        return
+    assert len(name) <= tags.OAR_MAX_LENGTH and " " not in name
+    assert tags.looks_like_oar_tag(name)
+    assert tags.parse_oar(name) == tag
+
+
+@given(st.text(max_size=120))
+@settings(max_examples=400, deadline=None)
+def test_any_name_parses_or_is_refused_with_bad_tag(name: str) -> None:
+    try:
+        tag = tags.parse_oar(name)
+    except tags.BadTag:
+        return
+    assert tags.encode_oar(tag) is not None
+
+
+@given(st.lists(st.sampled_from(["min=1", "max=9", "pref=3", "app=x", "mpi", "sub=q",
+                                 "min=2", "bogus", "", "max=", "mpi=1"]), max_size=8))
+@settings(max_examples=400, deadline=None)
+def test_shuffled_parts_parse_exactly_when_each_key_is_once_and_valid(parts: list[str]) -> None:
+    name = ";".join(["m1", *parts])
+    keys = [p.partition("=")[0] for p in parts]
+    valid = (len(set(keys)) == len(keys) and {"min", "max"} <= set(keys)
+             and not {"bogus", "", "max=", "mpi=1"} & set(parts))
+    if valid:
+        tag = tags.parse_oar(name)
+        assert tags.parse_oar(tags.encode_oar(tag)) == tag
+    else:
+        with pytest.raises(tags.BadTag):
+            tags.parse_oar(name)

@@ -56,6 +56,17 @@ def test_dockerfile_takes_a_base_image_and_never_the_emulator() -> None:
     assert "slurm-wlm-emulator" not in installs
 
 
+def test_oar_images_carry_sudo_and_only_the_service_s_rule_as_oar() -> None:
+    """docs/notes/issue-15-serve-design.md: the one privilege the OAR site service needs."""
+    text = (TB / "Dockerfile").read_text()
+    layer = next(part for part in text.split("\nRUN ") if "/etc/sudoers.d/malleable-oar" in part)
+    assert layer.startswith('if [ "$WITH_OAR" = yes ]')
+    assert "install -y --no-install-recommends sudo" in layer
+    assert "'malleable ALL=(oar) NOPASSWD: /usr/bin/oarresume, /usr/bin/oardel'" in layer
+    assert "chmod 0440 /etc/sudoers.d/malleable-oar" in layer and "visudo -cf" in layer
+    assert text.count("NOPASSWD") == 1
+
+
 def test_testbed_dir_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "Dockerfile").write_text("FROM x\n")
     monkeypatch.setenv("MALLEABLE_TESTBED_DIR", str(tmp_path))

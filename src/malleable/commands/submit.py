@@ -6,9 +6,14 @@ from __future__ import annotations
 import argparse
 import getpass
 import os
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from malleable.errors import InputError
+
+if TYPE_CHECKING:
+    from malleable.config import ClustersConfig
+    from malleable.site.submit import Target
 
 
 def register(sub: Any) -> None:
@@ -16,14 +21,23 @@ def register(sub: Any) -> None:
         "submit", help="submit a malleable job for the site service to place, grow and shrink",
         description="Submit COMMAND as a malleable Slurm job: held (sbatch --hold), its "
                     "size range in a versioned JSON tag in the job comment (docs/site.md). "
+                    "With --config, each --site is a table of that clusters config: an OAR "
+                    "site (kind = \"oar\") gets oarsub --hold with the compact tag as the "
+                    "job name (docs/oar.md; the service does not drive OAR sites yet). "
                     "The site service (`malleable manager serve`) releases it where and at the "
                     "size its policy chooses, then grows and shrinks it within [--min, --max]. "
                     "Prints the Slurm job id (with several --site: the service's id USER:SUB).",
-        usage="malleable submit [--site S] --min A --max B [--preferred P] [--initial I] "
-              "[--time LIMIT] [--app-model M] [--mpi --service HOST:PORT] -- COMMAND ARGS...")
+        usage="malleable submit [--config FILE] [--site S] --min A --max B [--preferred P] "
+              "[--initial I] [--time LIMIT] [--app-model M] [--mpi --service HOST:PORT] "
+              "-- COMMAND ARGS...")
     p.add_argument("--site", metavar="S[,T...]",
-                   help="Slurm cluster(s) to submit to (sbatch --clusters); default: this "
+                   help="Slurm cluster(s) to submit to (sbatch --clusters), or with --config its "
+                        "site table(s); default: this "
                         "login node's cluster. With several, the service places one copy")
+    p.add_argument("--config", type=Path, metavar="FILE",
+                   help="clusters config (docs/slurm.md) naming the --site tables: their kind "
+                        "(slurm or oar) and how to reach them as you (host/user/key: SSH, "
+                        "none: this machine)")
     p.add_argument("--min", type=int, required=True, metavar="A", help="fewest nodes")
     p.add_argument("--max", type=int, required=True, metavar="B", help="most nodes")
     p.add_argument("--preferred", type=int, metavar="P",
@@ -49,7 +63,8 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from malleable.adapters.shell import LocalRunner
-    from malleable.site.submit import Submission, submit
+    from malleable.config import load_config
+    from malleable.site.submit import Submission, submit, submit_to
 
     command = list(args.command)
     if command[:1] == ["--"]:
@@ -60,6 +75,27 @@ def run(args: argparse.Namespace) -> int:
     request = Submission(args.min, args.max, tuple(command), args.preferred, args.initial,
                          args.time, args.app_model, args.mpi, sites, args.service,
                          args.iface)
-    shown, _ids = submit(request, LocalRunner(), getpass.getuser())
+    if args.config is None:
+        shown, _ids = submit(request, LocalRunner(), getpass.getuser())
+    else:
+        if not sites:
+            raise InputError("--config: name the site(s) to submit to with --site")
+        targets = _targets(load_config(args.config), sites)
+        try:
+            shown, _ids = submit_to(request, targets)
+        finally:
+            for target in targets:
+                target.runner.close()
     print(shown)
     return 0
+
+
+def _targets(config: ClustersConfig, sites: tuple[str, ...]) -> list[Target]:
+    """One target per named site of the config: by SSH as its user, or here."""
+    from malleable.adapters.slurm.sites import runner_for
+    from malleable.site.submit import Target
+
+    chosen = [config.site(name) for name in sites]  # InputError for an unknown name first
+    return [Target(runner_for(s), s.ssh.user if s.ssh else getpass.getuser(),
+                   s.slurm_cluster or s.name if s.ssh is None else s.name, s.kind,
+                   clusters=s.ssh is None, timeout=s.command_timeout) for s in chosen]

@@ -1,4 +1,4 @@
-"""What ``malleable submit`` does on a login node: one held, tagged ``sbatch`` per site.
+"""What ``malleable submit`` does on a login node: one held, tagged job per site.
 
 The job is submitted by the user, as the user, **held** (``sbatch --hold``) with the
 tag of :mod:`malleable.site.tag` in its comment; the site service releases it where
@@ -14,6 +14,16 @@ program and its arguments: the batch script is the runner's
 ``/tmp/malleable-USER/JOBID/ch`` on the batch host) plus the channel agent
 (:mod:`malleable.site.agent`), which connects to the service (``--service HOST:PORT``)
 and relays its offers. Everything is checked before anything is submitted.
+
+With a clusters config (``--config``, docs/slurm.md), each ``--site`` is a table of it and
+its ``kind`` decides: a Slurm site gets the ``sbatch`` above, an OAR site (docs/oar.md)
+``oarsub -J --hold -n TAG -l nodes=N[,walltime=H:MM:SS] -O OAR.%jobid%.stdout -E ...
+COMMAND`` with the compact tag of
+:func:`malleable.site.tag.encode_oar` as the job's name; the job id comes from oarsub's
+JSON. A site with a ``host`` is reached by SSH as the config's ``user`` (who must be the
+submitting user: OAR and Slurm take the job's owner from the connection), one without
+runs the command here. A tag too long for OAR's job name (100 characters) is refused
+before anything is submitted; ``--mpi`` is not offered on OAR sites yet (issue 15).
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from malleable.adapters.oar.ctl import OarCtl
 from malleable.adapters.shell import CommandRunner
 from malleable.adapters.slurm.parse import ParseError, parse_sbatch
 from malleable.errors import ExternalError, InputError
@@ -34,6 +45,11 @@ from malleable.site.agent import parse_address
 
 _TIME = re.compile(r"(\d+-)?\d+(:\d{1,2}){0,2}|\d+-\d+")
 _SITE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: The job's output files, in the submission directory: OAR's default names hold the job
+#: name, here the tag (``OAR.m1;min=1;...;sub=ID.7.stdout``).
+_OUTPUTS = ("-O", "OAR.%jobid%.stdout", "-E", "OAR.%jobid%.stderr")
+#: The parts of ``--time`` (Slurm's formats): days, then H, M, S from the right.
+_DAYS = re.compile(r"(\d+)-(.*)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +76,22 @@ class Submission:
         if self.initial is not None:
             return self.initial
         return self.preferred if self.preferred is not None else self.min_size
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where one copy goes and how: the site, its kind, and its commands run as the user."""
+
+    runner: CommandRunner
+    user: str
+    """The submitting user as the site sees them (local user, or the SSH user)."""
+    site: str | None = None
+    """None: the login node's own Slurm cluster."""
+    kind: str = "slurm"
+    clusters: bool = True
+    """Name the site to ``sbatch --clusters`` (a submission from another cluster's login
+    node); False when the commands run on the site's own login node (SSH)."""
+    timeout: float = 30.0
 
 
 def check(sub: Submission) -> tags.UserTag:
@@ -142,24 +174,83 @@ def _name(command: Sequence[str]) -> str:
 
 def submit(sub: Submission, runner: CommandRunner, user: str,
            timeout: float = 30.0) -> tuple[str, list[int]]:
-    """Submit the copies; the id to print (the Slurm id, or ``USER:SUB`` for several
-    copies) and the Slurm ids."""
+    """Submit the copies to Slurm from this login node (``--site``: ``sbatch --clusters``);
+    the id to print (the Slurm id, or ``USER:SUB`` for several copies) and the Slurm ids."""
+    return submit_to(sub, [Target(runner, user, site, timeout=timeout)
+                           for site in sub.sites or (None,)])
+
+
+def submit_to(sub: Submission, targets: Sequence[Target]) -> tuple[str, list[int]]:
+    """Submit one copy per target (all checked first); the id to print (the job's id, or
+    ``USER:SUB`` for several copies) and the sites' job ids, in the targets' order."""
     tag = check(sub)
-    sub_id = secrets.token_hex(4)
-    comment = tags.encode(tags.UserTag(tag.min_size, tag.max_size, tag.preferred, tag.app,
-                                       tag.mpi, sub_id), user)
-    ids: list[int] = []
-    for site in sub.sites or (None,):
-        text = mpi_script(sub, user) if sub.mpi else script(sub.command)
-        result = runner.run(sbatch_argv(sub, comment, site), timeout, check=False,
-                            input=text)
-        if result.rc != 0:
-            where = f" on {site}" if site else ""
-            message = (result.stderr.strip().splitlines() or ["no message"])[-1]
-            raise ExternalError(f"sbatch{where} refused the job: {message}")
-        try:
-            ids.append(parse_sbatch(result.stdout))
-        except ParseError as exc:
-            raise ExternalError(f"sbatch: {exc}") from None
-    shown = str(ids[0]) if len(ids) == 1 else f"{user}:{sub_id}"
+    tag = tags.UserTag(tag.min_size, tag.max_size, tag.preferred, tag.app, tag.mpi,
+                       secrets.token_hex(4))
+    names = {t.site: oar_name(sub, tag, t.site) for t in targets if t.kind == "oar"}
+    ids = [_oarsub(sub, names[t.site], t) if t.kind == "oar" else _sbatch(sub, tag, t)
+           for t in targets]
+    shown = str(ids[0]) if len(ids) == 1 else f"{targets[0].user}:{tag.sub}"
     return shown, ids
+
+
+def _sbatch(sub: Submission, tag: tags.UserTag, target: Target) -> int:
+    text = mpi_script(sub, target.user) if sub.mpi else script(sub.command)
+    argv = sbatch_argv(sub, tags.encode(tag, target.user),
+                       target.site if target.clusters else None)
+    result = target.runner.run(argv, target.timeout, check=False, input=text)
+    if result.rc != 0:
+        where = f" on {target.site}" if target.site else ""
+        message = (result.stderr.strip().splitlines() or ["no message"])[-1]
+        raise ExternalError(f"sbatch{where} refused the job: {message}")
+    try:
+        return parse_sbatch(result.stdout)
+    except ParseError as exc:
+        raise ExternalError(f"sbatch: {exc}") from None
+
+
+# ---------------------------------------------------------------- OAR sites
+
+
+def oar_name(sub: Submission, tag: tags.UserTag, site: str | None) -> str:
+    """The OAR job name (the compact tag); InputError (one line) if OAR could not take it."""
+    if sub.mpi:
+        raise InputError(f"--mpi: not on OAR sites yet ({site} is an OAR site; issue 15)")
+    try:
+        return tags.encode_oar(tag)
+    except tags.TagTooLong as exc:
+        raise InputError(f"--app-model: the tag makes an OAR job name of {exc.length} "
+                         f"characters, over OAR's {tags.OAR_MAX_LENGTH}: shorten the model "
+                         f"name ({len(tag.app)} characters) by {exc.over}") from None
+
+
+def oar_walltime(limit: str) -> str:
+    """A ``--time`` in Slurm's formats (minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]]) as
+    OAR's ``H:MM:SS``."""
+    days, rest = 0, limit
+    match = _DAYS.fullmatch(limit)
+    if match:
+        days, rest = int(match.group(1)), match.group(2)
+        fields = [int(x) for x in rest.split(":")] + [0] * (2 - rest.count(":"))
+    else:
+        fields = [int(x) for x in rest.split(":")]
+        fields = {1: [0, fields[0], 0], 2: [0, *fields], 3: fields}[len(fields)]
+    seconds = days * 86400 + fields[0] * 3600 + fields[1] * 60 + fields[2]
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def oarsub_options(sub: Submission, name: str) -> list[str]:
+    """``oarsub`` options of a held, tagged copy (after ``-J``, before the command)."""
+    resources = f"nodes={sub.start_size}"
+    if sub.time is not None:
+        resources += f",walltime={oar_walltime(sub.time)}"
+    return ["--hold", "-n", name, "-l", resources, *_OUTPUTS]
+
+
+def _oarsub(sub: Submission, name: str, target: Target) -> int:
+    command = " ".join(shlex.quote(arg) for arg in sub.command)
+    try:
+        (job_id, *_) = OarCtl(target.runner, target.timeout).submit(
+            oarsub_options(sub, name), command)
+    except ExternalError as exc:
+        raise ExternalError(f"on {target.site}: {exc}") from None
+    return job_id

@@ -1,4 +1,5 @@
-"""The tag that marks a Slurm job as malleable: versioned JSON in the job's comment.
+"""The tag that marks a job as malleable: versioned JSON in a Slurm job's comment, or its
+compact form in an OAR job's name.
 
 A user (``malleable submit``, or plain ``sbatch``) writes, without spaces::
 
@@ -19,6 +20,19 @@ keys, wrong types, negative or inconsistent sizes, a user that is not the owner)
 not a tag: :func:`parse` says why, and the service logs it once and leaves the job alone.
 The service's own internal tags (``{"malleable":1,"run":...}``, see
 :mod:`malleable.adapters.slurm.meta`) are a different key and never parse here.
+
+**On OAR** the tag is the job's name (``oarsub -n``), which OAR stores in a
+``varchar(100)``: the JSON form does not fit with every key, so OAR jobs carry a compact
+form (:func:`encode_oar`, :func:`parse_oar`), without spaces::
+
+    m1;min=2;max=8;pref=4;app=fixed;mpi;sub=9f3e21c4
+
+``m1`` is the version (1) and comes first; then ``key=value`` parts in any order, each key
+at most once: ``min`` and ``max`` (required), ``pref`` (``preferred``), ``app``, ``sub``,
+and the bare flag ``mpi``; the values obey the checks of the JSON form. There is no
+``user`` key: the owner is always oarstat's ``owner``. A name of more than
+:data:`OAR_MAX_LENGTH` characters cannot be stored by OAR: :func:`encode_oar` refuses it
+with :class:`TagTooLong`, naming the parts to shorten.
 """
 
 from __future__ import annotations
@@ -36,6 +50,17 @@ MAX_NODES = 100_000
 _KEYS = frozenset({KEY, "min", "max", "preferred", "app", "mpi", "sub", "user"})
 _APP = re.compile(r"[A-Za-z0-9._-]{1,64}")
 SUB_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
+#: The version part that starts an OAR job name carrying a tag.
+OAR_VERSION = f"m{VERSION}"
+#: Longest OAR job name (OAR 2.5's ``jobs.job_name`` is ``varchar(100)``).
+OAR_MAX_LENGTH = 100
+#: What a name claiming to be a compact tag starts with (any version).
+_OAR_CLAIM = re.compile(r"m[0-9]+;")
+#: A size in the compact form: decimal digits, no sign, no leading zero.
+_OAR_INT = re.compile(r"0|[1-9][0-9]{0,11}")
+_OAR_KEYS = ("min", "max", "pref", "app", "mpi", "sub")
+#: The parts of a compact tag whose length the user chooses, longest possible first.
+_OAR_FREE = ("app", "sub")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +77,19 @@ class UserTag:
 
 class BadTag(ValueError):
     """A comment that claims to be a tag and is not a valid one."""
+
+
+class TagTooLong(BadTag):
+    """A valid tag whose OAR form is longer than OAR stores a job name."""
+
+    def __init__(self, length: int, parts: dict[str, int]) -> None:
+        self.length = length
+        self.over = length - OAR_MAX_LENGTH
+        #: The parts the user chose the length of (``app``, ``sub``) and their lengths.
+        self.parts = parts
+        shorten = " or ".join(f"{k} ({n} character{'s' * (n != 1)})" for k, n in parts.items())
+        super().__init__(f"the OAR job name would be {length} characters, over OAR's "
+                         f"{OAR_MAX_LENGTH}: shorten {shorten} by {self.over}")
 
 
 def looks_like_tag(comment: str) -> bool:
@@ -140,3 +178,73 @@ def _flag(body: dict[str, object], key: str) -> bool:
     if not isinstance(value, bool):
         raise BadTag(f"{key} must be true or false, not {type(value).__name__}")
     return value
+
+
+# ---------------------------------------------------------------- OAR's compact form
+
+
+def looks_like_oar_tag(name: str) -> bool:
+    """Whether an OAR job name claims to be a compact tag (``m<version>;...``); the
+    adapter's own names (``m.RUN.JOB``) and a bare ``m1`` do not."""
+    return _OAR_CLAIM.match(name) is not None
+
+
+def encode_oar(tag: UserTag) -> str:
+    """The OAR job name for ``tag``; BadTag if it is invalid, TagTooLong if OAR cannot
+    store it (more than :data:`OAR_MAX_LENGTH` characters)."""
+    check(tag)
+    parts = [OAR_VERSION, f"min={tag.min_size}", f"max={tag.max_size}"]
+    if tag.preferred is not None:
+        parts.append(f"pref={tag.preferred}")
+    if tag.app != "fixed":
+        parts.append(f"app={tag.app}")
+    if tag.mpi:
+        parts.append("mpi")
+    if tag.sub is not None:
+        parts.append(f"sub={tag.sub}")
+    text = ";".join(parts)
+    if len(text) > OAR_MAX_LENGTH:
+        free = {"app": len(tag.app) if tag.app != "fixed" else 0, "sub": len(tag.sub or "")}
+        raise TagTooLong(len(text), {k: free[k] for k in _OAR_FREE if free[k]})
+    return text
+
+
+def parse_oar(name: str) -> UserTag:
+    """The tag in an OAR job name; BadTag saying why not. The owner is not in the name:
+    it is oarstat's ``owner`` of the job."""
+    if len(name) > OAR_MAX_LENGTH:
+        raise BadTag(f"name of {len(name)} characters (OAR stores at most {OAR_MAX_LENGTH})")
+    version, *parts = name.split(";")
+    if version != OAR_VERSION:
+        raise BadTag(f"tag version {version[:20]!r} is not {OAR_VERSION!r}")
+    body = _oar_parts(parts)
+    tag = UserTag(_oar_int(body, "min"), _oar_int(body, "max"),
+                  _oar_int(body, "pref") if "pref" in body else None,
+                  body.get("app", "fixed"), "mpi" in body, body.get("sub"))
+    check(tag)
+    return tag
+
+
+def _oar_parts(parts: list[str]) -> dict[str, str]:
+    """The ``key=value`` parts by key (``mpi`` as ``""``); BadTag on an unknown, repeated,
+    empty or malformed part."""
+    body: dict[str, str] = {}
+    for part in parts:
+        key, eq, value = part.partition("=")
+        if key not in _OAR_KEYS:
+            raise BadTag(f"unknown key {key[:20]!r}; valid: {', '.join(_OAR_KEYS)}")
+        if key in body:
+            raise BadTag(f"{key} is given twice")
+        if (key == "mpi") == bool(eq):
+            raise BadTag("mpi takes no value" if key == "mpi" else f"{key} needs a value")
+        body[key] = value
+    return body
+
+
+def _oar_int(body: dict[str, str], key: str) -> int:
+    value = body.get(key)
+    if value is None:
+        raise BadTag(f"{key} is missing")
+    if not _OAR_INT.fullmatch(value):
+        raise BadTag(f"{key} must be a decimal integer, not {value[:20]!r}")
+    return int(value)

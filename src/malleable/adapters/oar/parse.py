@@ -4,9 +4,9 @@
 OAR's job states map to the manager's through :data:`STATES`; anything else is
 ``UNKNOWN``, never taken for completed. A job that ended in ``Error`` timed out when
 its events hold a ``WALLTIME`` event (such a job also carries ``FRAG_JOB_REQUEST``),
-was cancelled when its first event is a ``FRAG_JOB_REQUEST`` (``oardel``: an ``oardel`` of
-a job OAR had already put in Error, e.g. for ``OUTPUT_FILES``, leaves it failed), failed
-otherwise; a
+was cancelled when its first event, ``RESUME_JOB`` aside (a job submitted ``--hold`` and
+resumed), is a ``FRAG_JOB_REQUEST`` (``oardel``: an ``oardel`` of a job OAR had already
+put in Error, e.g. for ``OUTPUT_FILES``, leaves it failed), failed otherwise; a
 ``Terminated`` job completed when its exit code is 0 and failed otherwise.
 """
 
@@ -45,6 +45,9 @@ STATES: Mapping[str, JobState] = MappingProxyType({
 HOLDING = frozenset({"Launching", "Running", "Suspended", "Resuming", "Finishing"})
 #: The event ``oardel`` leaves on a job it kills.
 CANCEL_EVENT = "FRAG_JOB_REQUEST"
+#: Events that say nothing of how a job ended: ``oarresume`` of a held job (recorded:
+#: ``RESUME_JOB``, then ``FRAG_JOB_REQUEST`` when it was deleted while running).
+REQUEST_EVENTS = frozenset({"RESUME_JOB"})
 #: Events of a job killed at its walltime.
 WALLTIME_EVENTS = frozenset({"WALLTIME", "WALLTIME_REACHED"})
 #: Node states (oarnodes' ``state``) in which a node can run jobs.
@@ -78,7 +81,8 @@ class OarJob:
             # A job killed at its walltime also carries FRAG_JOB_REQUEST: test it first.
             if WALLTIME_EVENTS & set(self.events):
                 return JobState.TIMEOUT
-            if self.events[:1] == (CANCEL_EVENT,):
+            first = next((e for e in self.events if e not in REQUEST_EVENTS), None)
+            if first == CANCEL_EVENT:
                 return JobState.CANCELLED
         elif self.state_raw == "Terminated" and self.exit_code not in (None, 0):
             return JobState.FAILED

@@ -1,0 +1,192 @@
+"""``malleable submit`` to OAR sites: ``oarsub --hold`` with the compact tag as the job's
+name, on the fake OAR site (tests/fakes/oar.py); the clusters config choosing the kind."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from malleable.adapters.shell import CommandRunner, Result
+from malleable.cli import main
+from malleable.config import SiteConfig, load_config
+from malleable.errors import ExternalError, InputError
+from malleable.site import tag as tags
+from malleable.site.submit import Submission, Target, oar_walltime, submit_to
+from tests.fakes.oar import FakeOar
+
+
+def _grid(user: str = "alice") -> FakeOar:
+    return FakeOar([f"grid-n{i}" for i in range(1, 5)], user=user)
+
+
+def _oar(fake: FakeOar, user: str = "alice", site: str = "grid") -> Target:
+    return Target(fake, user, site, "oar", clusters=False)
+
+
+class Recorder:
+    """A Slurm login node that accepts every sbatch."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def run(self, argv: Sequence[str], timeout: float, *, input: str | None = None,
+            check: bool = True) -> Result:
+        self.calls.append(list(argv))
+        return Result(0, "4242\n", "")
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_held_job_named_with_the_compact_tag_owned_by_the_user() -> None:
+    fake = _grid()
+    shown, ids = submit_to(Submission(2, 8, ("python3", "app.py", "a b; rm -rf /"), preferred=3,
+                                      time="10:00", app="jacobi"), [_oar(fake)])
+    assert shown == "1" and ids == [1]
+    [argv] = fake.calls
+    name = argv[argv.index("-n") + 1]
+    assert argv[:3] == ["oarsub", "-J", "--hold"]
+    assert argv[-7:] == ["-l", "nodes=3,walltime=0:10:00", "-O", "OAR.%jobid%.stdout", "-E",
+                         "OAR.%jobid%.stderr", "python3 app.py 'a b; rm -rf /'"]
+    job = fake.jobs[1]
+    assert (job.state, job.owner, job.want) == ("Hold", "alice", 3)
+    tag = tags.parse_oar(name)
+    assert (tag.min_size, tag.max_size, tag.preferred, tag.app, tag.mpi) == (2, 8, 3, "jacobi",
+                                                                              False)
+    assert tag.sub is not None and tags.SUB_ID.fullmatch(tag.sub)
+
+
+def test_the_held_job_shows_held_and_tagged_in_oarstat_and_never_starts() -> None:
+    fake = _grid("bob")
+    submit_to(Submission(1, 4, ("hostname",)), [_oar(fake, "bob")])
+    for _ in range(3):  # the fake schedules at every command
+        fake.run(["oarstat", "-fJ", "-j", "1"], 10)
+    doc = json.loads(fake.run(["oarstat", "-fJ", "-j", "1"], 10).stdout)["1"]
+    assert (doc["state"], doc["owner"]) == ("Hold", "bob")
+    assert tags.parse_oar(doc["name"]).max_size == 4
+    assert "walltime" not in " ".join(fake.calls[0])  # no --time: OAR's default walltime
+    fake.run(["oarresume", "1"], 10)  # what the service will do, as oar
+    assert fake.jobs[1].state == "Running" and fake.jobs[1].nodes == ["grid-n1"]
+
+
+@pytest.mark.parametrize(("limit", "walltime"), [
+    ("10", "0:10:00"), ("90", "1:30:00"), ("5:30", "0:05:30"), ("2:00:00", "2:00:00"),
+    ("1-2", "26:00:00"), ("1-02:30", "26:30:00"), ("1-0:0:5", "24:00:05"),
+    ("0:75:0", "1:15:00"),
+])
+def test_slurm_time_limits_become_oar_walltimes(limit: str, walltime: str) -> None:
+    assert oar_walltime(limit) == walltime
+
+
+def test_a_name_over_100_characters_is_refused_before_anything_is_submitted() -> None:
+    slurm, fake = Recorder(), _grid()
+    targets = [Target(slurm, "alice", "vu"), _oar(fake)]
+    with pytest.raises(InputError) as caught:
+        submit_to(Submission(100, 100_000, ("ls",), preferred=100_000, app="a" * 60), targets)
+    message = str(caught.value)
+    assert message.startswith("--app-model: the tag makes an OAR job name of ")
+    assert "over OAR's 100: shorten the model name (60 characters) by" in message
+    assert slurm.calls == [] and fake.calls == []
+
+
+def test_oar_itself_refuses_such_a_name_unhelpfully() -> None:
+    """Why the check above: the fake answers as OAR 2.5.9 did on the testbed."""
+    fake = _grid()
+    out = fake.run(["oarsub", "-J", "--hold", "-n", "m1;" + "x" * 98, "-l", "nodes=1", "ls"],
+                   10, check=False)
+    assert out.rc == 8 and "verify your request syntax" in out.stderr and not fake.jobs
+
+
+def test_mpi_is_not_offered_on_oar_sites_yet(tmp_path: Path) -> None:
+    program = tmp_path / "jacobi.py"
+    program.write_text("")
+    fake = _grid()
+    with pytest.raises(InputError, match=r"--mpi: not on OAR sites yet \(grid"):
+        submit_to(Submission(1, 2, (str(program),), mpi=True, service="h:1"), [_oar(fake)])
+    assert fake.calls == []
+
+
+def test_copies_on_slurm_and_oar_share_one_submission_id() -> None:
+    slurm, fake = Recorder(), _grid()
+    shown, ids = submit_to(Submission(1, 2, ("hostname",)),
+                           [Target(slurm, "alice", "vu"), _oar(fake)])
+    comment = next(a for a in slurm.calls[0] if a.startswith("--comment="))
+    sub = tags.parse(comment.split("=", 1)[1], "alice").sub
+    assert ids == [4242, 1] and shown == f"alice:{sub}"
+    assert tags.parse_oar(fake.jobs[1].name).sub == sub
+    assert "--clusters=vu" in slurm.calls[0]
+
+
+def test_a_slurm_site_reached_by_ssh_is_submitted_to_on_its_own_login_node() -> None:
+    slurm = Recorder()
+    submit_to(Submission(1, 2, ("hostname",)), [Target(slurm, "alice", "vu", clusters=False)])
+    assert not any(a.startswith("--clusters") for a in slurm.calls[0])
+
+
+def test_an_oar_refusal_is_an_external_error_naming_the_site() -> None:
+    fake = _grid()
+    with pytest.raises(ExternalError, match=r"on grid: oarsub refused the job: .*not enough"):
+        submit_to(Submission(5, 6, ("ls",)), [_oar(fake)])
+
+
+# ---------------------------------------------------------------- the command line
+
+def _config(tmp_path: Path) -> Path:
+    (tmp_path / "key").write_text("")
+    (tmp_path / "known_hosts").write_text("")
+    path = tmp_path / "clusters.toml"
+    path.write_text('[clusters.grid]\nkind = "oar"\n\n[clusters.vu]\n\n'
+                    '[clusters.far]\nkind = "oar"\nhost = "far.example.org"\nuser = "alice"\n'
+                    'key = "key"\nknown_hosts = "known_hosts"\ncommand_timeout = 90\n')
+    return path
+
+
+@pytest.fixture
+def grid(monkeypatch: pytest.MonkeyPatch) -> FakeOar:
+    """Every site of the config reached through the fake OAR site."""
+    fake = _grid()
+
+    def runner_for(site: SiteConfig) -> CommandRunner:
+        return fake
+
+    monkeypatch.setattr("malleable.adapters.slurm.sites.runner_for", runner_for)
+    return fake
+
+
+def test_the_command_submits_to_an_oar_site_of_the_config(
+        tmp_path: Path, grid: FakeOar, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["submit", "--config", str(_config(tmp_path)), "--site", "grid", "--min", "1",
+                 "--max", "3", "--time", "30", "--", "sleep", "300"])
+    assert code == 0 and capsys.readouterr().out == "1\n"
+    assert grid.jobs[1].state == "Hold" and grid.jobs[1].command == "sleep 300"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--site", "grid", "--app-model", "a" * 64, "--preferred", "100000"],
+     "--app-model: the tag makes an OAR job name of 113 characters"),
+    (["--site", "nowhere"], "no site 'nowhere' in the config; valid: grid, vu, far"),
+    ([], "--config: name the site(s) to submit to with --site"),
+])
+def test_command_refusals_exit_2_with_one_line(
+        args: list[str], message: str, tmp_path: Path, grid: FakeOar,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["submit", "--config", str(_config(tmp_path)), "--min", "1", "--max", "100000",
+                 *args, "--", "ls"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and message in err and "\n" not in err
+    assert grid.calls == []
+
+
+def test_targets_follow_the_config_ssh_as_its_user_or_here(tmp_path: Path) -> None:
+    from malleable.adapters.shell import LocalRunner, SSHRunner
+    from malleable.commands.submit import _targets
+
+    config = load_config(_config(tmp_path))
+    grid, vu, far = _targets(config, ("grid", "vu", "far"))
+    assert isinstance(grid.runner, LocalRunner) and (grid.kind, grid.clusters) == ("oar", True)
+    assert (vu.kind, vu.site, vu.clusters) == ("slurm", "vu", True)
+    assert isinstance(far.runner, SSHRunner)
+    assert (far.kind, far.user, far.clusters, far.timeout) == ("oar", "alice", False, 90.0)
