@@ -42,7 +42,7 @@ from malleable.metrics.summary import (
     summarize,
     write_records,
 )
-from malleable.model import DAS3, Cluster, JobSpec, Operation
+from malleable.model import DAS3, Cluster, JobSpec, JobState, Operation
 from malleable.policies.registry import PolicySpec, factory
 from malleable.realtime import RealtimeDriver
 from malleable.sim.run import SimConfig, SimResult, check_jobs, simulate
@@ -400,6 +400,7 @@ def finish(run: ManagerRun, out: Path, stopped: str, compare_sim: bool = False
                    site_health={name: h.summary() for name, h in run.manager.health.items()},
                    cycles=len(run.cycle_seconds), cycle_p95_s=_p95(run.cycle_seconds),
                    failed_jobs={r.spec.id: r.reason or "failed" for r in run.manager.failed},
+                   cancelled_elsewhere=cancelled_elsewhere(run.manager),
                    retries=dict(run.manager.retries), node_failures=node_failures(run),
                    stray_helpers=stray_helpers(run))
     summary.update(policy_options(run.policy.options))
@@ -408,6 +409,15 @@ def finish(run: ManagerRun, out: Path, stopped: str, compare_sim: bool = False
         summary["simulated"] = simulate_twin(run, out / "simulated")
     (out / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
     return summary
+
+
+def cancelled_elsewhere(manager: Manager) -> dict[str, str]:
+    """Jobs that ended CANCELLED though the manager never cancelled them (an
+    administrator's ``scancel``, a controller that lost them): work the run did not do."""
+    mine = {op.job_id for op in manager.operations if op.kind == "cancel"}
+    return {r.spec.id: r.reason or "cancelled on its site"
+            for r in manager.records.values()
+            if r.state is JobState.CANCELLED and r.spec.id not in mine}
 
 
 def node_failures(run: ManagerRun) -> list[dict[str, object]]:

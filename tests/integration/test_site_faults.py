@@ -48,7 +48,18 @@ def quiet(small_testbed: Testbed) -> Iterator[Testbed]:
     yield small_testbed
     for site in SITES:
         small_testbed.exec(site, ["scancel", "--user=malleable"])
+        for node in _unwell(small_testbed, site):  # the session's later tests need them
+            small_testbed.exec(site, ["scontrol", "update", f"NodeName={node}",
+                                      "State=RESUME"])
     wait_for(lambda: _busy(small_testbed) == 0, 90, "an empty queue after the run")
+
+
+def _unwell(tb: Testbed, site: str) -> list[str]:
+    """The site's nodes that Slurm has drained or marked down (with why)."""
+    rows = tb.exec(site, ["sinfo", "--noheader", "--Node", "--format=%N|%t|%E"],
+                   check=True).stdout.splitlines()
+    return [row.split("|")[0] for row in rows
+            if row.split("|")[1].rstrip("*~#!%$@^-") in ("drain", "drng", "down", "fail")]
 
 
 def _wrong_known_hosts(tmp_path: Path, alias: str) -> Path:
@@ -155,6 +166,8 @@ def test_a_controller_container_stopped_and_started_mid_run_is_used_again(
           f"{after}")
     assert stopped.is_set() and started.is_set(), "the run ended before the fault"
     assert after == before  # a restarted container keeps its published port
+    # slurmctld saved its state when the container stopped: no job lost or duplicated
+    assert not _unwell(quiet, "uva"), quiet.exec("uva", ["sinfo", "-N", "-o", "%N %t %E"]).stdout
     assert rc == 0 and summary["stopped"] == "done" and summary["completed"] == JOBS
     assert health["uva"]["outages"] >= 1 and health["uva"]["availability"] < 1.0
     assert health["uva"]["online"] and not health["uva"]["given_up"]  # used again

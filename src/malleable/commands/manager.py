@@ -14,6 +14,7 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -131,19 +132,30 @@ def run(args: argparse.Namespace) -> int:
         Console(stderr=True).print(f"stopped ({stopped}); state saved in {store.path}: run the "
                                    "same command to take the run up again")
         return 130 if stopped == "signal" else 3
-    failed = summary.get("failed_jobs") or {}
-    if failed:
-        shown = "; ".join(f"{job}: {why}" for job, why in list(failed.items())[:5])
-        more = f" (and {len(failed) - 5} more)" if len(failed) > 5 else ""
-        Console(stderr=True).print(f"{len(failed)} job(s) failed: {shown}{more}",
-                                   markup=False, highlight=False)
-        return JOBS_FAILED
-    return 0
+    return report_unfinished(summary)
+
+
+def report_unfinished(summary: Mapping[str, Any]) -> int:
+    """Say on stderr which jobs of a finished run failed or were cancelled by someone
+    else (a line each, five jobs at most); the exit code: 0, or JOBS_FAILED."""
+    from rich.console import Console
+
+    unfinished = [(what, jobs) for what, jobs in
+                  (("failed", summary.get("failed_jobs") or {}),
+                   ("were cancelled outside the manager", summary.get("cancelled_elsewhere") or {}))
+                  if jobs]
+    for what, jobs in unfinished:
+        shown = "; ".join(f"{job}: {why}" for job, why in list(jobs.items())[:5])
+        more = f" (and {len(jobs) - 5} more)" if len(jobs) > 5 else ""
+        Console(stderr=True).print(f"{len(jobs)} job(s) {what}: {shown}{more}",
+                                   markup=False, highlight=False, soft_wrap=True)
+    return JOBS_FAILED if unfinished else 0
 
 
 JOBS_FAILED = 5
-"""The exit code of a run that ended with failed jobs (listed on stderr and in
-summary.json's ``failed_jobs``)."""
+"""The exit code of a run that ended with failed jobs, or with jobs cancelled by someone
+other than the manager (listed on stderr and in summary.json's ``failed_jobs`` and
+``cancelled_elsewhere``)."""
 
 
 def _say_state_kept(path: str | Path) -> None:
