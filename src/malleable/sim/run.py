@@ -221,18 +221,21 @@ class _Handover:
                                           else (grows, shrinks + 1))
             operations.clear()
         records, ordered, i, last = manager.records, self._ordered, self._next, self._submitted[0]
+        sink, resizes, ended = self._sink, self._resizes, []
         while i < last:
             spec = ordered[i]
             assert spec is not None
             record = records[spec.id]
-            if not (everything or record.state.finished):
-                break
-            self._sink(record, *self._resizes.pop(spec.id, (0, 0)))
             if record.state.finished:
-                manager.forget((spec.id,))
+                ended.append(spec.id)
+            elif not everything:
+                break
+            sink(record, *resizes.pop(spec.id, (0, 0)))
             ordered[i] = None
             i += 1
         self._next = i
+        if ended:
+            manager.forget(ended)
 
 
 def _feed(engine: Engine, manager: Manager, ordered: list[JobSpec | None]) -> list[int]:
