@@ -159,18 +159,25 @@ def _clusters(clusters: Sequence[Cluster], engine: Engine, config: SimConfig,
 
 
 @contextmanager
-def collector_eased(young: int = 10_000) -> Iterator[None]:
+def collector_eased(young: int = 10_000, paused: bool = False) -> Iterator[None]:
     """Python's cyclic garbage collector, eased for a run: what exists already (the
     workload) is frozen out of its sight and the young generation is collected every
     ``young`` allocations instead of 700. A run makes many objects and almost no cycles;
     at 100k jobs the collector took ~9% of the CPU time, 2% after (751 -> 51 passes).
-    Both settings are restored on the way out."""
+    With ``paused``, the collector does not run at all (for reading a workload: a million
+    objects and no reference cycle; at 1M jobs the read took 7.9 s eased, 7.4 s paused).
+    Every setting is restored on the way out."""
     threshold = gc.get_threshold()
+    enabled = gc.isenabled()
     gc.freeze()
     gc.set_threshold(max(young, threshold[0]), *threshold[1:])
+    if paused:
+        gc.disable()
     try:
         yield
     finally:
+        if enabled:
+            gc.enable()
         gc.set_threshold(*threshold)
         gc.unfreeze()
 
