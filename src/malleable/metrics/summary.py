@@ -175,7 +175,7 @@ class RunningSummary:
         if end is None or start is None:
             return
         # wait, execution and response as JobRecord's properties compute them (b - a),
-        # unrolled: no loop and no call per figure (1.7 -> 0.7 us a job); v == v: not NaN
+        # unrolled: no loop and no call per figure (add: 2.4 -> 1.05 us); v == v: not NaN
         submit = spec.submit_time
         wait, execution, response = start - submit, end - start, end - submit
         avg_size, max_size = record.avg_size, record.max_size

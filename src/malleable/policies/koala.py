@@ -183,8 +183,8 @@ class KoalaPolicy:
     def _grow_all(self, clusters: Mapping[str, ClusterView], cycle: _Cycle) -> Steps:
         avail, no_limit = cycle.avail, cycle.limit is None  # the limit is fixed for a cycle
         for name, cluster in clusters.items():
-            # grow_budget's value without its call when no threshold caps it: five clusters
-            # a cycle, and most cycles have no free node anywhere (wm-prime, DAS-3)
+            # grow_budget's value without its call when no threshold caps it (once per
+            # cluster, every cycle)
             value = avail[name] if no_limit else cycle.grow_budget(name)
             if value <= 0:
                 continue
