@@ -233,12 +233,16 @@ class JobState(enum.Enum):
     UNKNOWN = "unknown"
     """A state the adapter cannot map; never taken for completed."""
 
-    @property
-    def finished(self) -> bool:
-        return self in _FINISHED
+    finished: bool
+    """Completed, failed, cancelled or timed out: the job is over. A plain attribute of
+    each member (set below), not a property: a simulation reads it about nine times a
+    job, and a set lookup of a member runs ``Enum.__hash__``, which is Python code."""
 
 
 _FINISHED = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.TIMEOUT})
+for _state in JobState:
+    _state.finished = _state in _FINISHED
+del _state
 
 
 @quick_init

@@ -40,15 +40,35 @@ def test_simulate_reads_its_workload_with_the_collector_eased(monkeypatch, capsy
     from malleable.cli import main
 
     real = load.load_workload
-    seen: list[tuple[int, int]] = []
+    seen: list[tuple[int, int, bool]] = []
 
     def spy(name: str, seed: int):  # type: ignore[no-untyped-def]
-        seen.append((gc.get_threshold()[0], gc.get_freeze_count()))
+        seen.append((gc.get_threshold()[0], gc.get_freeze_count(), gc.isenabled()))
         return real(name, seed)
 
     monkeypatch.setattr(load, "load_workload", spy)
     before = gc.get_threshold()
+    assert gc.isenabled()
     assert main(["simulate", "--workload", "wm", "--json"]) == 0
     assert '"jobs": 300' in capsys.readouterr().out
     assert seen and seen[0][0] >= 10_000 and seen[0][1] > 0
-    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+    assert seen[0][2] is False  # paused while the workload is read
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0 and gc.isenabled()
+
+
+def test_a_paused_collector_comes_back_as_it_was() -> None:
+    for enabled in (True, False):
+        if not enabled:
+            gc.disable()
+        try:
+            try:
+                with collector_eased(paused=True):
+                    assert not gc.isenabled()
+                    raise RuntimeError("boom")
+            except RuntimeError:
+                pass
+            assert gc.isenabled() is enabled and gc.get_freeze_count() == 0
+            with collector_eased():
+                assert gc.isenabled() is enabled  # not paused: left as it was
+        finally:
+            gc.enable()

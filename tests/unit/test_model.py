@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from malleable.model import JobKind, JobSpec, SizeRule
+from malleable.model import JobKind, JobSpec, JobState, SizeRule
 
 
 def test_pow2_job_accepts_largest_power_of_two_that_fits() -> None:
@@ -35,3 +35,11 @@ def test_bad_specs_say_what_is_wrong(kwargs: dict[str, object], message: str) ->
     base.update(kwargs)
     with pytest.raises(ValueError, match=message):
         JobSpec("x", JobKind.MALLEABLE, **base)  # type: ignore[arg-type]
+
+
+def test_job_state_finished_is_a_plain_attribute_of_each_member() -> None:
+    over = {JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.TIMEOUT}
+    assert {s for s in JobState if s.finished} == over
+    assert all(type(s.finished) is bool for s in JobState)
+    assert "finished" not in JobState.__members__  # an attribute, not a ninth state
+    assert len(JobState) == 8

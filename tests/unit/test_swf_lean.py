@@ -18,7 +18,7 @@ MALLEABLE = "2 60 -1 -1 2 -1 -1 2 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 2 2 32 -1 1"
 
 def general(lines: list[str], monkeypatch: pytest.MonkeyPatch) -> SwfWorkload | str:
     with monkeypatch.context() as patch:
-        patch.setattr(swf, "_plain_numbers", lambda fields: None)
+        patch.setattr(swf, "_plain_numbers", lambda fields, floats: None)
         return outcome(lines)
 
 
@@ -80,3 +80,45 @@ def test_reading_a_file_splits_lines_as_splitlines_does(tmp_path: Path) -> None:
     with pytest.raises(InputError) as whole:
         parse_swf(text.splitlines(), str(path))
     assert str(streamed.value) == str(whole.value) and ":8:" in str(whole.value)
+
+
+TOKENS = ["-1", "0", "-0", "1", "7.5", "+7", "1_000", "1e308", "1e400", "inf", "nan", "9" * 30,
+          "١٢", "0x10", "x", ""]
+
+
+def test_remembered_floats_are_floats_values_and_refusals() -> None:
+    floats = swf._Floats()
+    for _ in range(2):  # the second time from memory
+        for token in TOKENS:
+            try:
+                expected: float | str = float(token)
+            except ValueError as exc:
+                expected = str(exc)
+            try:
+                got: float | str = floats[token]
+            except ValueError as exc:
+                got = str(exc)
+            assert repr(got) == repr(expected), token  # -0.0 and nan included
+    assert set(floats) == {t for t in TOKENS if t not in ("0x10", "x", "")}
+
+
+def test_remembered_floats_start_afresh_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(swf, "FLOATS_KEPT", 3)
+    floats = swf._Floats()
+    values = [floats[str(n)] for n in range(10)]
+    assert values == [float(n) for n in range(10)] and len(floats) <= 3
+
+
+def test_a_trace_reads_the_same_when_the_floats_kept_churn(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(5)
+    lines = ["; MalleableFormat: 1", "; MalleableApp: 1 ft"] + [
+        f"{n} {n * 3} -1 {rng.randint(-1, 900)} {rng.choice((2, 8))} -1 -1 "
+        f"{rng.choice((-1, 4))} {rng.choice((-1, rng.randint(1, 2000)))} -1 1 "
+        f"{rng.randint(-1, 5)} -1 -1 -1 -1 -1 -1 2 2 {rng.choice((8, 16, 32))} -1 "
+        f"{rng.choice((-1, 1))}" for n in range(1, 3000)]
+    whole = general(lines, monkeypatch)
+    assert isinstance(whole, SwfWorkload) and len(whole.jobs) > 2000
+    for kept in (1, 2, 50, swf.FLOATS_KEPT):
+        monkeypatch.setattr(swf, "FLOATS_KEPT", kept)
+        assert outcome(lines) == whole, kept

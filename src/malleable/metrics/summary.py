@@ -12,7 +12,7 @@ from typing import IO, Any
 
 from malleable.errors import InputError
 from malleable.metrics.records import JobRecord
-from malleable.model import Operation
+from malleable.model import JobState, Operation
 
 #: Columns of the per-job CSV written by ``simulate`` and ``manager run`` (docs/simulate.md).
 RECORD_COLUMNS = ("job", "kind", "app", "cluster", "state", "submit", "start", "end",
@@ -164,23 +164,36 @@ class RunningSummary:
         self.jobs += 1
         self.grow_ops += grows
         self.shrink_ops += shrinks
-        if record.state.value == "completed":
+        if record.state is JobState.COMPLETED:
             self.completed += 1
         app = spec.app
         executions = self._executions.get(app)
         if executions is None:
             executions = self._executions[app] = array("d")
             self._never_grew[app] = 0
-        if record.end is None or record.start is None:
+        start, end = record.start, record.end
+        if end is None or start is None:
             return
-        execution = record.execution
-        max_size = record.max_size
+        # wait, execution and response as JobRecord's properties compute them (b - a),
+        # unrolled: no loop and no call per figure (add: 2.4 -> 1.05 us); v == v: not NaN
+        submit = spec.submit_time
+        wait, execution, response = start - submit, end - start, end - submit
+        avg_size, max_size = record.avg_size, record.max_size
         sums, counts = self._sums, self._counts
-        for i, v in enumerate((record.wait, execution, record.response, record.avg_size,
-                               float(max_size))):
-            if not math.isnan(v):
-                sums[i] += v
-                counts[i] += 1
+        if wait == wait:
+            sums[0] += wait
+            counts[0] += 1
+        if execution == execution:
+            sums[1] += execution
+            counts[1] += 1
+        if response == response:
+            sums[2] += response
+            counts[2] += 1
+        if avg_size == avg_size:
+            sums[3] += avg_size
+            counts[3] += 1
+        sums[4] += float(max_size)  # a size: never NaN
+        counts[4] += 1
         executions.append(execution)
         if spec.malleable and max_size <= spec.initial_size:
             self._never_grew[app] += 1

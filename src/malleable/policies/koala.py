@@ -181,8 +181,11 @@ class KoalaPolicy:
         return int(self.grow_threshold * total)
 
     def _grow_all(self, clusters: Mapping[str, ClusterView], cycle: _Cycle) -> Steps:
+        avail, no_limit = cycle.avail, cycle.limit is None  # the limit is fixed for a cycle
         for name, cluster in clusters.items():
-            value = cycle.grow_budget(name)
+            # grow_budget's value without its call when no threshold caps it (once per
+            # cluster, every cycle)
+            value = avail[name] if no_limit else cycle.grow_budget(name)
             if value <= 0:
                 continue
             jobs = [j for j in cluster.malleable_jobs() if cycle.size(j) < j.spec.max_size]
