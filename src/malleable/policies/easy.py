@@ -243,7 +243,7 @@ def easy_schedule(queue: Sequence[WaitingJob],
     most_free = max(plan.free.values(), default=0)
     # Free and extra nodes only shrink during a pass, so a job that could not start
     # cannot either for any later job asking the same (sizes, rule, wall time).
-    failed: set[tuple[int, int, str, float | None]] = set()
+    failed: set[tuple[int, int, int, float | None]] = set()
     for i, waiting in enumerate(order):
         if most_free <= 0 and reservation is not None:
             # nothing can start: the rest waits as it is (a job too big for every
@@ -251,8 +251,14 @@ def easy_schedule(queue: Sequence[WaitingJob],
             return left + order[i:]
         spec = waiting.spec
         low = spec.initial_size if spec.kind is _MALLEABLE else spec.min_size
-        key = (low, spec.max_size, spec.size_rule.value, spec.walltime)  # str: C hash
-        if (low > most_free and low <= largest) or key in failed:  # the common, fast case
+        if low > most_free and low <= largest:  # the common, fast case
+            left.append(waiting)
+            if reservation is None:
+                reservation = plan.reserve(spec)
+            continue
+        # the rule by identity: Enum.__hash__ and .value are Python code
+        key = (low, spec.max_size, id(spec.size_rule), spec.walltime)
+        if key in failed:
             left.append(waiting)
             if reservation is None:
                 reservation = plan.reserve(spec)
