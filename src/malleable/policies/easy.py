@@ -241,6 +241,8 @@ def easy_schedule(queue: Sequence[WaitingJob],
     left: list[WaitingJob] = []
     reservation: Reservation | None = None
     most_free = max(plan.free.values(), default=0)
+    sure, by = _bounds(plan, reservation)
+    now = plan.now
     # Free and extra nodes only shrink during a pass, so a job that could not start
     # cannot either for any later job asking the same (sizes, rule, wall time).
     failed: set[tuple[int, int, int, float | None]] = set()
@@ -251,44 +253,53 @@ def easy_schedule(queue: Sequence[WaitingJob],
             return left + order[i:]
         spec = waiting.spec
         low = spec.initial_size if spec.kind is _MALLEABLE else spec.min_size
-        if low > most_free and low <= largest:  # the common, fast case
-            left.append(waiting)
+        if low > most_free:
+            if low > largest:
+                reject = infeasible(spec.id, low, largest)
+                if reject is not None:
+                    yield reject
+                continue
+            left.append(waiting)  # the common, fast case
             if reservation is None:
                 reservation = plan.reserve(spec)
+                sure, by = _bounds(plan, reservation)
             continue
+        if low > sure:  # it fits only where it must end by the shadow time
+            walltime = spec.walltime
+            if walltime is None or now + walltime > by:
+                left.append(waiting)  # (there is a reservation: sure < most_free)
+                continue
         # the rule by identity: Enum.__hash__ and .value are Python code
         key = (low, spec.max_size, id(spec.size_rule), spec.walltime)
-        if key in failed:
-            left.append(waiting)
-            if reservation is None:
-                reservation = plan.reserve(spec)
-            continue
-        reject = infeasible(spec.id, low, largest)
-        if reject is not None:
-            yield reject
-            continue
-        if low > _room(spec, plan, reservation) or not (
-                yield from _try_start(spec, plan, reservation)):
+        if key in failed or not (yield from _try_start(spec, plan, reservation)):
             failed.add(key)
             left.append(waiting)
             if reservation is None:
                 reservation = plan.reserve(spec)
+                sure, by = _bounds(plan, reservation)
             continue
         most_free = max(plan.free.values())
+        sure, by = _bounds(plan, reservation)
     return left
 
 
-def _room(spec: JobSpec, plan: Plan, reservation: Reservation | None) -> int:
-    """The most nodes :func:`_try_start` may give ``spec`` on any cluster now: below its
-    minimum, it would try every cluster and start nothing (most backfill candidates)."""
-    room = 0
-    for name, limit in plan.free.items():
-        if (reservation is not None and reservation.cluster == name
-                and _ends_late(spec, plan.now, reservation)):
-            limit = min(limit, reservation.extra)
-        if limit > room:
-            room = limit
-    return room
+def _bounds(plan: Plan, reservation: Reservation | None) -> tuple[int, float]:
+    """What a backfill candidate is checked against, as :func:`_try_start` would find it:
+    the most nodes it may take on any cluster if it ends after the shadow time (the
+    extra nodes at most on the reservation's cluster), and the latest expected end that
+    counts as ending by the shadow time (-inf when the shadow time is infinite, as
+    :func:`_ends_late` has it). The shadow time is never before now, so ``now + wall
+    time`` is the expected end :func:`expected_end` gives."""
+    if reservation is None:
+        return max(0, max(plan.free.values(), default=0)), math.inf
+    sure = 0
+    for name, free in plan.free.items():
+        if name == reservation.cluster and reservation.extra < free:
+            free = reservation.extra
+        if free > sure:
+            sure = free
+    shadow = reservation.shadow
+    return sure, shadow if shadow < math.inf else -math.inf
 
 
 def _ends_late(spec: JobSpec, now: float, reservation: Reservation) -> bool:
