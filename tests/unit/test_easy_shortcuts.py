@@ -20,7 +20,14 @@ from malleable.model import (
     WaitingJob,
 )
 from malleable.policies.base import Negotiating, infeasible
-from malleable.policies.easy import Plan, Reservation, _try_start, easy_schedule, submission_range
+from malleable.policies.easy import (
+    EasyPolicy,
+    Plan,
+    Reservation,
+    _try_start,
+    easy_schedule,
+    submission_range,
+)
 from tests.fakes.builders import cluster, drive, running
 
 
@@ -86,6 +93,7 @@ def random_spec(rng: random.Random, n: int, largest: int) -> JobSpec:
 def random_state(rng: random.Random) -> tuple[View, float, set[str]]:
     """A view of 1 to 3 clusters with running jobs, a queue, and the places to refuse."""
     now = rng.choice((0.0, 7.0, 30.0))
+    full = rng.random() < 0.3  # no free node anywhere
     clusters = {}
     made = 0
     for c in range(rng.randint(1, 3)):
@@ -101,7 +109,7 @@ def random_state(rng: random.Random) -> tuple[View, float, set[str]]:
                                 releasing=rng.choice((0, 0, 0, 1)) if size > 1 else 0))
             used += size
         clusters[name] = cluster(name, nodes, jobs, reserve=rng.choice((0, 0, 1)),
-                                 idle=rng.randint(0, nodes - used))
+                                 idle=0 if full else rng.randint(0, nodes - used))
     largest = max(c.nodes for c in clusters.values())
     queue = [WaitingJob(random_spec(rng, n, largest)) for n in range(rng.randint(0, 25))]
     refused = {w.id for w in queue if rng.random() < 0.1}
@@ -149,3 +157,69 @@ def test_the_random_states_reach_every_case() -> None:
         seen.update("refused" for a, r in log if isinstance(a, Place) and r == 0)
         seen.update("pow2" for a, _ in log if isinstance(a, Place) and a.size == 4)
     assert {"Place", "Reject", "refused"} <= seen
+
+
+def decided(policy: EasyPolicy, view: View, now: float,
+            refused: set[str]) -> list[tuple[Action, object]]:
+    return drive(policy.decide(view, now), answers(refused))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_policy_acts_as_the_plain_pass(seed: int) -> None:
+    """Also with an empty queue, or no free node anywhere (decided without a plan)."""
+    rng = random.Random(1000 + seed)
+    for case in range(50):
+        view, now, refused = random_state(rng)
+        assert decided(EasyPolicy(), view, now, refused) == outcome(
+            plain_pass, view, now, refused)[0], (seed, case)
+
+
+def evolve(rng: random.Random, view: View, now: float, made: int) -> tuple[View, int]:
+    """The next view: jobs end, start, resize or start releasing nodes; the free nodes,
+    the queue and the time change; or the same cluster views come back."""
+    if rng.random() < 0.15:
+        return View(now, view.clusters, view.waiting), made
+    clusters = {}
+    for name, old in view.clusters.items():
+        jobs = dict(old.running)
+        for _ in range(rng.randint(0, 3)):
+            move = rng.random()
+            if move < 0.35 and jobs:
+                del jobs[rng.choice(sorted(jobs))]
+            elif move < 0.7:
+                made += 1
+                spec = JobSpec(f"n{made}", JobKind.MALLEABLE, 1, 16, 1,
+                               walltime=rng.choice((None, 2.0, 9.0, 30.0)))
+                jobs[spec.id] = running(spec, rng.randint(1, 3), now, name)
+            elif jobs:
+                job = jobs[rng.choice(sorted(jobs))]
+                size = rng.randint(1, 4)
+                jobs[job.id] = running(job.spec, size, job.start_time, name,
+                                       releasing=rng.randint(0, size - 1))
+        used = sum(j.size for j in jobs.values())
+        idle = 0 if rng.random() < 0.3 else rng.randint(0, max(0, old.nodes - used))
+        clusters[name] = cluster(name, old.nodes, jobs.values(), old.reserve, idle)
+    queue = list(view.waiting)[rng.randint(0, 3):]
+    if rng.random() < 0.2:
+        queue = []
+    largest = max(c.nodes for c in clusters.values())
+    queue += [WaitingJob(random_spec(rng, made + n, largest)) for n in range(rng.randint(0, 3))]
+    return View(now, clusters, queue), made + 3
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_long_lived_policy_decides_as_a_fresh_one(seed: int) -> None:
+    """EASY keeps an index of expected ends across cycles, and leaves it behind in the
+    cycles it decides without a plan; whatever the views, it decides as a new policy."""
+    rng = random.Random(2000 + seed)
+    policy = EasyPolicy()
+    view, now, refused = random_state(rng)
+    made = 0
+    for step in range(150):
+        assert decided(policy, view, now, refused) == decided(
+            EasyPolicy(), view, now, refused), (seed, step)
+        if rng.random() < 0.05:
+            view, now, refused = random_state(rng)  # a view from elsewhere
+        else:
+            now += rng.choice((0.0, 1.0, 4.0))
+            view, made = evolve(rng, view, now, made)

@@ -343,8 +343,25 @@ class EasyPolicy:
                                 compare=False)
 
     def decide(self, view: View, now: float) -> Steps:
+        if not view.waiting:
+            return
+        if all(cluster.available <= 0 for cluster in view.clusters.values()):
+            yield from _too_big_ahead(view)  # what the pass does then, without a plan
+            return
         plan = Plan.of(view, now, self._ends)
         yield from easy_schedule(list(view.waiting), plan)
+
+
+def _too_big_ahead(view: View) -> Steps:
+    """The pass with no free node anywhere: the jobs too big for every cluster ahead of
+    the first that fits one are rejected; that one gets the reservation, and nothing
+    can start (the index of expected ends catches up in the next pass it serves)."""
+    largest = max((c.nodes - c.reserve for c in view.clusters.values()), default=0)
+    for waiting in view.waiting:
+        reject = infeasible(waiting.id, submission_range(waiting.spec)[0], largest)
+        if reject is None:
+            return
+        yield reject
 
 
 def easy() -> EasyPolicy:
