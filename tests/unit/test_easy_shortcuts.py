@@ -35,7 +35,9 @@ def plain_pass(queue: Sequence[WaitingJob], plan: Plan) -> Negotiating[list[Wait
     """EASY without shortcuts: every job is rejected, started or left waiting on its own,
     with the two rules the pass documents: once nothing is free and the head holds its
     reservation, the rest waits as it is (rejected in a later cycle); a shape refused
-    (a place answered 0) is not tried again in the same pass."""
+    (a place answered 0) is not tried again in the same pass. It reads the expected
+    ends first (the pass reads them only if it makes a reservation)."""
+    assert plan.ends is not None
     largest = max(plan.capacity.values(), default=0)
     left: list[WaitingJob] = []
     reservation: Reservation | None = None

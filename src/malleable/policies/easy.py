@@ -99,33 +99,64 @@ class Plan:
     ``ends[cluster]`` lists ``(start + wall time, nodes held)`` of the running jobs in
     order (infinite without a wall time); an end already past counts as now.
     ``releasing[cluster]`` counts nodes being released, free now for a reservation.
-    The lists may be an :class:`ExpectedEnds` index's own: a start copies before it adds.
+    Both are read from the view when first asked for (a pass that makes no reservation
+    never needs them); the lists may be an :class:`ExpectedEnds` index's own: a start
+    copies before it adds.
     """
 
     now: float
     free: dict[str, int]
-    ends: dict[str, list[tuple[float, int]]]
     capacity: dict[str, int]
-    releasing: dict[str, int] = field(default_factory=dict)
+    _clusters: Mapping[str, ClusterView] = field(default_factory=dict, repr=False)
+    _index: ExpectedEnds | None = field(default=None, repr=False)
+    _ends: dict[str, list[tuple[float, int]]] | None = field(default=None, repr=False)
+    _releasing: dict[str, int] = field(default_factory=dict, repr=False)
     _copied: set[str] = field(default_factory=set, repr=False)
+    _starts: list[tuple[str, float, int]] = field(default_factory=list, repr=False)
+    """Starts noted before the ends were read: (cluster, expected end, size)."""
 
     @classmethod
     def of(cls, view: View, now: float, index: ExpectedEnds | None = None) -> Plan:
-        index = index if index is not None else ExpectedEnds()
-        free, ends, releasing, capacity = {}, {}, {}, {}
+        free, capacity = {}, {}
         for name, cluster in view.clusters.items():
             free[name] = cluster.available
-            ends[name], releasing[name] = index.of(cluster)
             capacity[name] = cluster.nodes - cluster.reserve
-        return cls(now, free, ends, capacity, releasing)
+        return cls(now, free, capacity, view.clusters, index)
+
+    @property
+    def ends(self) -> dict[str, list[tuple[float, int]]]:
+        return self._ends if self._ends is not None else self._read_ends()
+
+    @property
+    def releasing(self) -> dict[str, int]:
+        if self._ends is None:
+            self._read_ends()
+        return self._releasing
+
+    def _read_ends(self) -> dict[str, list[tuple[float, int]]]:
+        index = self._index if self._index is not None else ExpectedEnds()
+        ends = self._ends = {}
+        for name, cluster in self._clusters.items():
+            ends[name], self._releasing[name] = index.of(cluster)
+        for cluster_name, end, size in self._starts:
+            self._add_end(cluster_name, end, size)
+        self._starts.clear()
+        return ends
 
     def started(self, cluster: str, spec: JobSpec, size: int) -> None:
         """Note a start made in this cycle."""
         self.free[cluster] -= size
+        if self._ends is None:
+            self._starts.append((cluster, _raw_end(self.now, spec), size))
+        else:
+            self._add_end(cluster, _raw_end(self.now, spec), size)
+
+    def _add_end(self, cluster: str, end: float, size: int) -> None:
+        ends = self.ends
         if cluster not in self._copied:
             self._copied.add(cluster)
-            self.ends[cluster] = list(self.ends[cluster])
-        insort(self.ends[cluster], (_raw_end(self.now, spec), size))
+            ends[cluster] = list(ends[cluster])
+        insort(ends[cluster], (end, size))
 
     def released(self, cluster: str, nodes: int) -> None:
         """Note nodes that became free in this cycle (a shrink with no release delay)."""
@@ -239,7 +270,8 @@ def easy_schedule(queue: Sequence[WaitingJob],
     order = list(queue)
     largest = max(plan.capacity.values(), default=0)
     left: list[WaitingJob] = []
-    reservation: Reservation | None = None
+    head: JobSpec | None = None  # the first job left waiting
+    reservation: Reservation | None = None  # the head's, made when a later job could start
     most_free = max(plan.free.values(), default=0)
     sure, by = _bounds(plan, reservation)
     now = plan.now
@@ -247,7 +279,7 @@ def easy_schedule(queue: Sequence[WaitingJob],
     # cannot either for any later job asking the same (sizes, rule, wall time).
     failed: set[tuple[int, int, int, float | None]] = set()
     for i, waiting in enumerate(order):
-        if most_free <= 0 and reservation is not None:
+        if most_free <= 0 and head is not None:
             # nothing can start: the rest waits as it is (a job too big for every
             # cluster is rejected in a later cycle, when the scan reaches it)
             return left + order[i:]
@@ -260,10 +292,13 @@ def easy_schedule(queue: Sequence[WaitingJob],
                     yield reject
                 continue
             left.append(waiting)  # the common, fast case
-            if reservation is None:
-                reservation = plan.reserve(spec)
-                sure, by = _bounds(plan, reservation)
+            if head is None:
+                head = spec
             continue
+        if head is not None and reservation is None:
+            # nothing started since the head was left waiting: as if made then
+            reservation = plan.reserve(head)
+            sure, by = _bounds(plan, reservation)
         if low > sure:  # it fits only where it must end by the shadow time
             walltime = spec.walltime
             if walltime is None or now + walltime > by:
@@ -274,9 +309,8 @@ def easy_schedule(queue: Sequence[WaitingJob],
         if key in failed or not (yield from _try_start(spec, plan, reservation)):
             failed.add(key)
             left.append(waiting)
-            if reservation is None:
-                reservation = plan.reserve(spec)
-                sure, by = _bounds(plan, reservation)
+            if head is None:
+                head = spec
             continue
         most_free = max(plan.free.values())
         sure, by = _bounds(plan, reservation)
