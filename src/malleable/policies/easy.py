@@ -273,7 +273,7 @@ def easy_schedule(queue: Sequence[WaitingJob],
     head: JobSpec | None = None  # the first job left waiting
     reservation: Reservation | None = None  # the head's, made when a later job could start
     most_free = max(plan.free.values(), default=0)
-    sure, by = _bounds(plan, reservation)
+    sure, by = most_free, math.inf  # (what _bounds gives without a reservation)
     now = plan.now
     # Free and extra nodes only shrink during a pass, so a job that could not start
     # cannot either for any later job asking the same (sizes, rule, wall time).
@@ -313,7 +313,8 @@ def easy_schedule(queue: Sequence[WaitingJob],
                 head = spec
             continue
         most_free = max(plan.free.values())
-        sure, by = _bounds(plan, reservation)
+        if reservation is not None:  # (without one, a larger sure changes nothing)
+            sure, by = _bounds(plan, reservation)
     return left
 
 
@@ -345,7 +346,8 @@ def _ends_late(spec: JobSpec, now: float, reservation: Reservation) -> bool:
 def _try_start(spec: JobSpec, plan: Plan,
                reservation: Reservation | None) -> Negotiating[bool]:
     """Start ``spec`` now where allowed (most free nodes first); True when it started."""
-    for name in sorted(plan.free, key=lambda n: -plan.free[n]):
+    free = plan.free
+    for name in free if len(free) == 1 else sorted(free, key=lambda n: -free[n]):
         limit = plan.free[name]
         ends_late = False
         if reservation is not None and reservation.cluster == name:
@@ -379,11 +381,19 @@ class EasyPolicy:
     def decide(self, view: View, now: float) -> Steps:
         if not view.waiting:
             return
-        if all(cluster.available <= 0 for cluster in view.clusters.values()):
+        if _nothing_free(view):
             yield from _too_big_ahead(view)  # what the pass does then, without a plan
             return
         plan = Plan.of(view, now, self._ends)
         yield from easy_schedule(list(view.waiting), plan)
+
+
+def _nothing_free(view: View) -> bool:
+    """No free node on any cluster (a loop: all() over a generator costs more per cycle)."""
+    for cluster in view.clusters.values():  # noqa: SIM110
+        if cluster.available > 0:
+            return False
+    return True
 
 
 def _too_big_ahead(view: View) -> Steps:
