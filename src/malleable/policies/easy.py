@@ -273,7 +273,7 @@ def easy_schedule(queue: Sequence[WaitingJob],
     head: JobSpec | None = None  # the first job left waiting
     reservation: Reservation | None = None  # the head's, made when a later job could start
     most_free = max(plan.free.values(), default=0)
-    sure, by = most_free, math.inf  # (what _bounds gives without a reservation)
+    sure, by = most_free, math.inf  # (no reservation: see _bounds)
     now = plan.now
     # Free and extra nodes only shrink during a pass, so a job that could not start
     # cannot either for any later job asking the same (sizes, rule, wall time).
@@ -298,7 +298,8 @@ def easy_schedule(queue: Sequence[WaitingJob],
         if head is not None and reservation is None:
             # nothing started since the head was left waiting: as if made then
             reservation = plan.reserve(head)
-            sure, by = _bounds(plan, reservation)
+            if reservation is not None:
+                sure, by = _bounds(plan, reservation)
         if low > sure:  # it fits only where it must end by the shadow time
             walltime = spec.walltime
             if walltime is None or now + walltime > by:
@@ -318,15 +319,14 @@ def easy_schedule(queue: Sequence[WaitingJob],
     return left
 
 
-def _bounds(plan: Plan, reservation: Reservation | None) -> tuple[int, float]:
+def _bounds(plan: Plan, reservation: Reservation) -> tuple[int, float]:
     """What a backfill candidate is checked against, as :func:`_try_start` would find it:
     the most nodes it may take on any cluster if it ends after the shadow time (the
     extra nodes at most on the reservation's cluster), and the latest expected end that
     counts as ending by the shadow time (-inf when the shadow time is infinite, as
     :func:`_ends_late` has it). The shadow time is never before now, so ``now + wall
-    time`` is the expected end :func:`expected_end` gives."""
-    if reservation is None:
-        return max(0, max(plan.free.values(), default=0)), math.inf
+    time`` is the expected end :func:`expected_end` gives. (Without a reservation, they
+    are the most free nodes and infinity.)"""
     sure = 0
     for name, free in plan.free.items():
         if name == reservation.cluster and reservation.extra < free:
