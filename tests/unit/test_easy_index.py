@@ -45,3 +45,20 @@ def test_the_index_follows_starts_resizes_releases_and_ends() -> None:
                 b.shadow, b.extra)), (step, need)
         kept.started("c", spec(10_000 + step, 2.0), 1)  # the plan copies, the index keeps
         assert Plan.of(view, now, index).ends == fresh.ends
+
+
+def test_starts_noted_before_the_ends_are_read_are_in_them() -> None:
+    """A plan reads the expected ends only when asked; starts made before count too."""
+    jobs = [running(spec(1, 10.0), 2, 0.0), running(spec(2, None), 1, 0.0, releasing=1),
+            running(spec(3, 4.0), 3, 1.0)]
+    view = View(2.0, {"c": cluster("c", 16, jobs), "d": cluster("d", 8, jobs[:1])})
+    eager = Plan.of(view, 2.0)
+    assert eager.ends  # read first
+    lazy = Plan.of(view, 2.0, ExpectedEnds())
+    for plan in (eager, lazy):
+        plan.started("c", spec(4, 1.0), 2)
+        plan.started("d", spec(5, None), 1)
+        plan.started("c", spec(6, 20.0), 1)
+    assert lazy.ends == eager.ends and lazy.releasing == eager.releasing == {"c": 1, "d": 0}
+    assert lazy.ends["c"] == [(3.0, 2), (5.0, 3), (10.0, 2), (22.0, 1)]
+    assert lazy.free == eager.free == {"c": 16 - 6 - 3, "d": 8 - 2 - 1}

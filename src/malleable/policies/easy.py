@@ -99,33 +99,64 @@ class Plan:
     ``ends[cluster]`` lists ``(start + wall time, nodes held)`` of the running jobs in
     order (infinite without a wall time); an end already past counts as now.
     ``releasing[cluster]`` counts nodes being released, free now for a reservation.
-    The lists may be an :class:`ExpectedEnds` index's own: a start copies before it adds.
+    Both are read from the view when first asked for (a pass that makes no reservation
+    never needs them); the lists may be an :class:`ExpectedEnds` index's own: a start
+    copies before it adds.
     """
 
     now: float
     free: dict[str, int]
-    ends: dict[str, list[tuple[float, int]]]
     capacity: dict[str, int]
-    releasing: dict[str, int] = field(default_factory=dict)
+    _clusters: Mapping[str, ClusterView] = field(default_factory=dict, repr=False)
+    _index: ExpectedEnds | None = field(default=None, repr=False)
+    _ends: dict[str, list[tuple[float, int]]] | None = field(default=None, repr=False)
+    _releasing: dict[str, int] = field(default_factory=dict, repr=False)
     _copied: set[str] = field(default_factory=set, repr=False)
+    _starts: list[tuple[str, float, int]] = field(default_factory=list, repr=False)
+    """Starts noted before the ends were read: (cluster, expected end, size)."""
 
     @classmethod
     def of(cls, view: View, now: float, index: ExpectedEnds | None = None) -> Plan:
-        index = index if index is not None else ExpectedEnds()
-        free, ends, releasing, capacity = {}, {}, {}, {}
+        free, capacity = {}, {}
         for name, cluster in view.clusters.items():
             free[name] = cluster.available
-            ends[name], releasing[name] = index.of(cluster)
             capacity[name] = cluster.nodes - cluster.reserve
-        return cls(now, free, ends, capacity, releasing)
+        return cls(now, free, capacity, view.clusters, index)
+
+    @property
+    def ends(self) -> dict[str, list[tuple[float, int]]]:
+        return self._ends if self._ends is not None else self._read_ends()
+
+    @property
+    def releasing(self) -> dict[str, int]:
+        if self._ends is None:
+            self._read_ends()
+        return self._releasing
+
+    def _read_ends(self) -> dict[str, list[tuple[float, int]]]:
+        index = self._index if self._index is not None else ExpectedEnds()
+        ends = self._ends = {}
+        for name, cluster in self._clusters.items():
+            ends[name], self._releasing[name] = index.of(cluster)
+        for cluster_name, end, size in self._starts:
+            self._add_end(cluster_name, end, size)
+        self._starts.clear()
+        return ends
 
     def started(self, cluster: str, spec: JobSpec, size: int) -> None:
         """Note a start made in this cycle."""
         self.free[cluster] -= size
+        if self._ends is None:
+            self._starts.append((cluster, _raw_end(self.now, spec), size))
+        else:
+            self._add_end(cluster, _raw_end(self.now, spec), size)
+
+    def _add_end(self, cluster: str, end: float, size: int) -> None:
+        ends = self.ends
         if cluster not in self._copied:
             self._copied.add(cluster)
-            self.ends[cluster] = list(self.ends[cluster])
-        insort(self.ends[cluster], (_raw_end(self.now, spec), size))
+            ends[cluster] = list(ends[cluster])
+        insort(ends[cluster], (end, size))
 
     def released(self, cluster: str, nodes: int) -> None:
         """Note nodes that became free in this cycle (a shrink with no release delay)."""
@@ -239,50 +270,71 @@ def easy_schedule(queue: Sequence[WaitingJob],
     order = list(queue)
     largest = max(plan.capacity.values(), default=0)
     left: list[WaitingJob] = []
-    reservation: Reservation | None = None
+    head: JobSpec | None = None  # the first job left waiting
+    reservation: Reservation | None = None  # the head's, made when a later job could start
     most_free = max(plan.free.values(), default=0)
+    sure, by = most_free, math.inf  # (no reservation: see _bounds)
+    now = plan.now
     # Free and extra nodes only shrink during a pass, so a job that could not start
     # cannot either for any later job asking the same (sizes, rule, wall time).
-    failed: set[tuple[int, int, str, float | None]] = set()
+    failed: set[tuple[int, int, int, float | None]] = set()
     for i, waiting in enumerate(order):
-        if most_free <= 0 and reservation is not None:
+        if most_free <= 0 and head is not None:
             # nothing can start: the rest waits as it is (a job too big for every
             # cluster is rejected in a later cycle, when the scan reaches it)
             return left + order[i:]
         spec = waiting.spec
         low = spec.initial_size if spec.kind is _MALLEABLE else spec.min_size
-        key = (low, spec.max_size, spec.size_rule.value, spec.walltime)  # str: C hash
-        if (low > most_free and low <= largest) or key in failed:  # the common, fast case
-            left.append(waiting)
-            if reservation is None:
-                reservation = plan.reserve(spec)
+        if low > most_free:
+            if low > largest:
+                reject = infeasible(spec.id, low, largest)
+                if reject is not None:
+                    yield reject
+                continue
+            left.append(waiting)  # the common, fast case
+            if head is None:
+                head = spec
             continue
-        reject = infeasible(spec.id, low, largest)
-        if reject is not None:
-            yield reject
-            continue
-        if low > _room(spec, plan, reservation) or not (
-                yield from _try_start(spec, plan, reservation)):
+        if head is not None and reservation is None:
+            # nothing started since the head was left waiting: as if made then
+            reservation = plan.reserve(head)
+            if reservation is not None:
+                sure, by = _bounds(plan, reservation)
+        if low > sure:  # it fits only where it must end by the shadow time
+            walltime = spec.walltime
+            if walltime is None or now + walltime > by:
+                left.append(waiting)  # (there is a reservation: sure < most_free)
+                continue
+        # the rule by identity: Enum.__hash__ and .value are Python code
+        key = (low, spec.max_size, id(spec.size_rule), spec.walltime)
+        if key in failed or not (yield from _try_start(spec, plan, reservation)):
             failed.add(key)
             left.append(waiting)
-            if reservation is None:
-                reservation = plan.reserve(spec)
+            if head is None:
+                head = spec
             continue
         most_free = max(plan.free.values())
+        if reservation is not None:  # (without one, a larger sure changes nothing)
+            sure, by = _bounds(plan, reservation)
     return left
 
 
-def _room(spec: JobSpec, plan: Plan, reservation: Reservation | None) -> int:
-    """The most nodes :func:`_try_start` may give ``spec`` on any cluster now: below its
-    minimum, it would try every cluster and start nothing (most backfill candidates)."""
-    room = 0
-    for name, limit in plan.free.items():
-        if (reservation is not None and reservation.cluster == name
-                and _ends_late(spec, plan.now, reservation)):
-            limit = min(limit, reservation.extra)
-        if limit > room:
-            room = limit
-    return room
+def _bounds(plan: Plan, reservation: Reservation) -> tuple[int, float]:
+    """What a backfill candidate is checked against, as :func:`_try_start` would find it:
+    the most nodes it may take on any cluster if it ends after the shadow time (the
+    extra nodes at most on the reservation's cluster), and the latest expected end that
+    counts as ending by the shadow time (-inf when the shadow time is infinite, as
+    :func:`_ends_late` has it). The shadow time is never before now, so ``now + wall
+    time`` is the expected end :func:`expected_end` gives. (Without a reservation, they
+    are the most free nodes and infinity.)"""
+    sure = 0
+    for name, free in plan.free.items():
+        if name == reservation.cluster and reservation.extra < free:
+            free = reservation.extra
+        if free > sure:
+            sure = free
+    shadow = reservation.shadow
+    return sure, shadow if shadow < math.inf else -math.inf
 
 
 def _ends_late(spec: JobSpec, now: float, reservation: Reservation) -> bool:
@@ -294,7 +346,8 @@ def _ends_late(spec: JobSpec, now: float, reservation: Reservation) -> bool:
 def _try_start(spec: JobSpec, plan: Plan,
                reservation: Reservation | None) -> Negotiating[bool]:
     """Start ``spec`` now where allowed (most free nodes first); True when it started."""
-    for name in sorted(plan.free, key=lambda n: -plan.free[n]):
+    free = plan.free
+    for name in free if len(free) == 1 else sorted(free, key=lambda n: -free[n]):
         limit = plan.free[name]
         ends_late = False
         if reservation is not None and reservation.cluster == name:
@@ -326,8 +379,33 @@ class EasyPolicy:
                                 compare=False)
 
     def decide(self, view: View, now: float) -> Steps:
+        if not view.waiting:
+            return
+        if _nothing_free(view):
+            yield from _too_big_ahead(view)  # what the pass does then, without a plan
+            return
         plan = Plan.of(view, now, self._ends)
         yield from easy_schedule(list(view.waiting), plan)
+
+
+def _nothing_free(view: View) -> bool:
+    """No free node on any cluster (a loop: all() over a generator costs more per cycle)."""
+    for cluster in view.clusters.values():  # noqa: SIM110
+        if cluster.available > 0:
+            return False
+    return True
+
+
+def _too_big_ahead(view: View) -> Steps:
+    """The pass with no free node anywhere: the jobs too big for every cluster ahead of
+    the first that fits one are rejected; that one gets the reservation, and nothing
+    can start (the index of expected ends catches up in the next pass it serves)."""
+    largest = max((c.nodes - c.reserve for c in view.clusters.values()), default=0)
+    for waiting in view.waiting:
+        reject = infeasible(waiting.id, submission_range(waiting.spec)[0], largest)
+        if reject is None:
+            return
+        yield reject
 
 
 def easy() -> EasyPolicy:
