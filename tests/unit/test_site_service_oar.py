@@ -355,3 +355,36 @@ def test_another_kind_is_refused(tmp_path: Path) -> None:
         make_adapter(site, service.clock, service.info, service.store,
                      lambda s: SlurmCtl(FakeSlurm(node_names(1))))
     service.close()
+
+
+def test_copies_with_the_same_oar_id_on_two_sites_are_told_apart(tmp_path: Path) -> None:
+    """OAR numbers jobs per site: the copy on lab may have the id of the one placed on grid
+    (seen on the testbed: the lab copy was left held)."""
+    sites = Sites(oar=("grid", "lab"))
+    first = _submit(sites.oar["grid"], "alice", 1, 2, 1, sub="s1")
+    second = _submit(sites.oar["lab"], "alice", 1, 2, 1, sub="s1")
+    assert first.job_id == second.job_id
+    service, driver = _open(tmp_path, sites)
+    _cycle(driver, 2)
+    assert service.manager.cluster_of("alice:s1") == "grid" and first.state == "Running"
+    assert second.state == "Error" and second.events == ["FRAG_JOB_REQUEST"]
+    service.close()
+
+
+def test_a_second_running_copy_with_the_same_id_is_logged_once_and_left_alone(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    sites = Sites(oar=("grid", "lab"))
+    copies = [_submit(sites.oar[s], "alice", 1, 2, 1, sub="s1") for s in ("grid", "lab")]
+    for site, job in zip(("grid", "lab"), copies, strict=True):
+        fake = sites.oar[site]
+        fake.user = "alice"
+        assert OarCtl(fake).resume(job.job_id).rc == 0  # she resumes both herself
+        fake.user = ACCOUNT
+    service, driver = _open(tmp_path, sites)
+    with caplog.at_level(logging.WARNING):
+        _cycle(driver, 3)
+    duplicates = [r.getMessage() for r in caplog.records if "event=duplicate" in r.getMessage()]
+    assert len(duplicates) == 1 and "site=lab" in duplicates[0]
+    assert all(job.state == "Running" for job in copies)
+    assert service.manager.cluster_of("alice:s1") == "grid"
+    service.close()

@@ -99,7 +99,8 @@ class SiteService:
     reload_requested: bool = False
     _counted: dict[str, int] = field(default_factory=dict)
     _ignored: dict[str, int] = field(default_factory=dict)
-    _duplicates: set[int] = field(default_factory=set)
+    _duplicates: set[tuple[str, int]] = field(default_factory=set)
+    """Running copies reported as duplicates (site, native id): logged once."""
 
     # ------------------------------------------------------------ discovery
 
@@ -157,7 +158,8 @@ class SiteService:
             return
         followed = self.adapters[placed].slurm_id(found.job_id) if placed in self.adapters \
             else None
-        if followed is not None and followed != found.slurm_id:
+        # native ids are per site: the copy placed is the same site's same id
+        if followed is not None and (placed, followed) != (adapter.name, found.slurm_id):
             logger.info("event=copy_cancel job=%s site=%s slurm_id=%d placed_on=%s",
                         found.job_id, adapter.name, found.slurm_id, placed)
             adapter.cancel_copy(found.slurm_id)
@@ -177,8 +179,9 @@ class SiteService:
             return
         placed = self.manager.cluster_of(found.job_id)
         mine = self.adapters[placed].slurm_id(found.job_id) if placed in self.adapters else None
-        if mine != found.slurm_id and found.slurm_id not in self._duplicates:
-            self._duplicates.add(found.slurm_id)
+        here = (adapter.name, found.slurm_id)
+        if (placed, mine) != here and here not in self._duplicates:
+            self._duplicates.add(here)
             logger.warning("event=duplicate job=%s site=%s slurm_id=%d reason='another copy "
                            "of the job runs; this one is left alone'", found.job_id,
                            adapter.name, found.slurm_id)
@@ -240,8 +243,8 @@ class SiteService:
                 adapter.forget(old)
         if len(self.manager.operations) > 2 * KEEP_HISTORY:
             del self.manager.operations[:-KEEP_HISTORY]
-        running = {f.slurm_id for a in self.adapters.values() for f in a.found.values()
-                   if f.running}
+        running = {(a.name, f.slurm_id) for a in self.adapters.values()
+                   for f in a.found.values() if f.running}
         self._duplicates &= running
 
     # ------------------------------------------------------------ status
