@@ -1,24 +1,21 @@
 """``malleable manager serve`` over two OAR testbed sites (grid and lab, 2 nodes each).
 
 Alice submits with ``malleable submit --site grid,lab`` over SSH as herself: one held copy
-on each site, the same submission. The service runs here as a process of its own (``python3
--m malleable manager serve``; ``--allow-root`` when the tests run as root) and reaches both
-OAR servers over SSH as the service account ``malleable``: every OAR command it runs, runs
-there as ``malleable``, whose only privilege is the image's sudo rule (``oarresume`` and
-``oardel`` as ``oar``). It resumes alice's copy on grid (worst fit: bob's untagged job
-holds a node of lab), her job runs to completion there, and her copy on lab is deleted (it ends
-cancelled); bob's untagged job and his forged tag are left alone, the forgery logged once.
+on each site, the same submission. The service runs in grid's OAR server as the service account
+``malleable`` (never root), as a site runs it, and reaches both OAR servers over SSH as
+``malleable`` with that account's key: its only privilege is the image's sudo rule
+(``oarresume`` and ``oardel`` as ``oar``). It resumes alice's copy on grid (worst fit:
+bob's untagged job holds a node of lab), her job runs to completion there, and her copy on
+lab is deleted (it ends cancelled); bob's untagged job and his forged tag are left alone,
+the forgery logged once.
 Bounded by the test timeout; the module's testbed is taken down after its test.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,12 +33,26 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 SITES = ("grid", "lab")
 TOPOLOGY = Topology("oar-serve", tuple(Site(s, 2, containers=1, kind="oar") for s in SITES))
-SRC = Path(__file__).resolve().parents[2] / "src"
-SERVICE = """[service]
-state = "{dir}/state.sqlite"
+HOME = "/home/malleable/serve"
+CONFIG = """[service]
+state = "/home/malleable/serve/state.sqlite"
 poll = 2.0
 metrics = ""
 
+[ssh]
+user = "malleable"
+key = "/home/malleable/.ssh/id_ed25519"
+known_hosts = "/etc/ssh/ssh_known_hosts"
+
+[clusters.grid]
+kind = "oar"
+host = "grid-ctl"
+command_timeout = 120
+
+[clusters.lab]
+kind = "oar"
+host = "lab-ctl"
+command_timeout = 120
 """
 
 
@@ -91,49 +102,50 @@ def alice_config(oar: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Path
 
 
 class Serve:
-    """``malleable manager serve`` as a process of this machine, its log, its stop."""
+    """``malleable manager serve`` in grid's OAR server as ``malleable`` (never root), both
+    sites reached over SSH with the account's key; its log, status and stop."""
 
-    def __init__(self, tb: Testbed, where: Path) -> None:
-        self.dir = where
-        self.config = where / "manager.toml"
-        self.config.write_text(SERVICE.format(dir=where) + tb.config_toml())
-        self.log = where / "serve.log"
-        env = {**os.environ, "PYTHONPATH": str(SRC)}
-        root = ["--allow-root"] if os.geteuid() == 0 else []
-        with self.log.open("w") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "malleable", "manager", "serve", "--config",
-                 str(self.config), *root], stdout=log, stderr=subprocess.STDOUT, env=env,
-                stdin=subprocess.DEVNULL)
+    def __init__(self, tb: Testbed) -> None:
+        self.tb = tb
+        self.sh(f"mkdir -p {HOME} && cat > {HOME}/manager.toml", input_text=CONFIG)
+        self.sh(f"cd {HOME} && nohup sh -c 'malleable manager serve --config manager.toml; "
+                "echo exit=$? >&2' > serve.log 2>&1 < /dev/null &")
+
+    def sh(self, script: str, input_text: str | None = None, check: bool = True) -> str:
+        return self.tb.exec("grid", ["sh", "-c", script], user="malleable", timeout=60,
+                            input_text=input_text, check=check).stdout
 
     def status(self) -> dict[str, Any]:
-        path = self.dir / "state.sqlite.status.json"
-        return json.loads(path.read_text()) if path.exists() else {}
+        text = self.sh(f"cat {HOME}/state.sqlite.status.json 2>/dev/null || true")
+        return json.loads(text) if text.strip() else {}
 
     def job(self, job_id: str) -> dict[str, Any]:
         return next((j for j in self.status().get("jobs", ()) if j["id"] == job_id), {})
 
     def text(self) -> str:
-        return self.log.read_text()
+        return self.sh(f"cat {HOME}/serve.log 2>/dev/null || true")
 
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return self.proc.wait(30)
+    def pid(self) -> str:
+        return self.sh("pgrep -o -u malleable -f '^python3 -m malleable manager serve' "
+                       "|| true").strip()
+
+    def stop(self) -> None:
+        pid = self.pid()
+        if pid:
+            self.sh(f"kill -TERM {pid}", check=False)
+            wait_for(lambda: not self.pid(), 120, "the service to stop")
 
 
 @pytest.fixture
-def serve(oar: Testbed, tmp_path: Path) -> Iterator[Serve]:
-    service = Serve(oar, tmp_path)
+def serve(oar: Testbed) -> Iterator[Serve]:
+    service = Serve(oar)
     try:
         yield service
     finally:
         service.stop()
-        print(service.text()[-8000:])  # shown by pytest when the test failed
+        print("".join(line for line in service.text().splitlines(keepends=True)
+                      if "paramiko" not in line)[-8000:])  # shown when the test failed
+        service.sh(f"rm -rf {HOME}", check=False)
         for site in SITES:
             live = list(_jobs(oar, site))
             if live:
@@ -178,4 +190,5 @@ def test_the_service_runs_alice_s_job_on_one_site_and_deletes_her_other_copy(
     assert log.count("event=tag_ignored") == 1 and f"oar_id={forged}" in log
     assert f"event=placed site=grid job={job_id} oar_id={on_grid} nodes=1" in log
     assert f"event=copy_cancelled site=lab oar_id={on_lab}" in log
-    assert serve.stop() == 0
+    serve.stop()
+    assert "event=stopped reason=signal" in serve.text() and "exit=0" in serve.text()
