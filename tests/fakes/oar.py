@@ -17,7 +17,10 @@ written there; a relative file is in the submission directory, which exists) end
 at its start with ``OUTPUT_FILES``, as OAR's bipbip does. ``oarsub --hold`` leaves the job
 in ``Hold`` (never scheduled) until ``oarresume``; jobs belong to ``user`` (oarstat's
 ``owner``), the one the runner submits as. A name longer than OAR's ``jobs.job_name``
-(100 characters) is refused with OAR's unhelpful message.
+(100 characters) is refused with OAR's unhelpful message. ``oarresume`` and ``oardel`` of
+another user's job are refused with OAR's messages (the exit code 1 is the fake's: it was
+not recorded); ``sudo -n -u oar oarresume|oardel`` works for the users in ``sudoers`` (the
+testbed's rule) and is refused as sudo refuses anything else.
 """
 
 from __future__ import annotations
@@ -66,6 +69,8 @@ class FakeOar:
     dead: set[str] = field(default_factory=set)
     absent: set[str] = field(default_factory=set)
     user: str = "malleable"
+    sudoers: set[str] = field(default_factory=lambda: {"malleable"})
+    """Users whose ``sudo -n -u oar oarresume|oardel`` is allowed (the testbed's rule)."""
     _next: int = 1
 
     # ------------------------------------------------------------ CommandRunner
@@ -130,6 +135,13 @@ class FakeOar:
     # ------------------------------------------------------------ commands
 
     def _dispatch(self, args: list[str], input: str | None) -> Result:
+        if args[:3] == ["sudo", "-n", "-u"]:
+            if (args[3:4] == ["oar"] and args[4:5] in (["oarresume"], ["oardel"])
+                    and self.user in self.sudoers):
+                return self._job_command(args[4:], as_oar=True)
+            return Result(1, "", "sudo: a password is required\n")
+        if args[0] in ("oarresume", "oardel"):
+            return self._job_command(args, as_oar=self.user == "oar")
         if args[:2] == ["sh", "-c"] and "oarnodes -J" in args[2]:
             return Result(0, self._oarnodes() + "\n@@malleable:oarstat@@\n" + self._oarstat(
                 [j for j in self.jobs.values() if j.state not in _ENDED], full=False), "")
@@ -151,18 +163,27 @@ class FakeOar:
             text = self.files.get(args[1])
             return Result(0, text, "") if text is not None else Result(
                 1, "", f"cat: {args[1]}: No such file or directory")
-        if args[0] == "oarresume":
-            for arg in args[1:]:
-                if self.jobs[int(arg)].state == "Hold":
-                    self.jobs[int(arg)].state = "Waiting"
-            self._schedule()
-            return Result(0, "".join(f"[{a}] Resume request was sent to the OAR server.\n"
-                                     for a in args[1:]), "")
-        if args[0] == "oardel":
-            for arg in args[1:]:
-                self._delete(int(arg))
-            return Result(0, "", "")
         return Result(127, "", f"fake oar: unknown command {args!r}")
+
+    def _job_command(self, args: list[str], as_oar: bool) -> Result:
+        """``oarresume ID...`` or ``oardel ID...`` (only the owner's jobs, unless as oar)."""
+        ids = [int(a) for a in args[1:]]
+        theirs = [i for i in ids if i in self.jobs and self.jobs[i].owner != self.user]
+        if theirs and not as_oar:
+            what = ("Cannot resume {} : you are not the right user." if args[0] == "oarresume"
+                    else "Cannot frag {} ; You are not the right user.")
+            return Result(1, "".join(what.format(i) + "\n" for i in theirs), "")
+        if args[0] == "oarresume":
+            for job_id in ids:
+                if self.jobs[job_id].state == "Hold":
+                    self.jobs[job_id].state = "Waiting"
+                    self.jobs[job_id].events.append("RESUME_JOB")
+            self._schedule()
+            return Result(0, "".join(f"[{i}] Resume request was sent to the OAR server.\n"
+                                     for i in ids), "")
+        for job_id in ids:
+            self._delete(job_id)
+        return Result(0, "", "")
 
     def _oarsub(self, count: int, args: list[str]) -> Result:
         name, resources = args[args.index("-n") + 1], args[args.index("-l") + 1]

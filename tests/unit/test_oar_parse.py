@@ -121,3 +121,17 @@ def test_garbage_is_a_parse_error(text: str) -> None:
 
 def test_empty_output_is_no_jobs() -> None:
     assert parse_oarstat("") == [] and parse_oarnodes("  \n") == []
+
+
+def test_the_resources_asked_come_from_the_message() -> None:
+    jobs = {j.job_id: j for j in parse_oarstat(_read("oarstat-full-terminated.json"))}
+    assert [j.resources for j in jobs.values()] == [2]  # recorded "R=2,W=0:5:0,J=B ..."
+    tagged = parse_oarstat(_read("oarstat-tagged.json"))
+    assert {j.resources for j in tagged} == {1}
+
+
+@pytest.mark.parametrize("message", ["", "W=0:5:0", "R=,W=0:5:0", "R=0,W=0:5:0",
+                                     "XR=2,W=0:5:0"])
+def test_a_message_without_a_resource_count_gives_none(message: str) -> None:
+    (job,) = parse_oarstat(json.dumps({"1": {"state": "Hold", "message": message}}))
+    assert job.resources is None

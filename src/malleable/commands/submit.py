@@ -23,7 +23,8 @@ def register(sub: Any) -> None:
                     "size range in a versioned JSON tag in the job comment (docs/site.md). "
                     "With --config, each --site is a table of that clusters config: an OAR "
                     "site (kind = \"oar\") gets oarsub --hold with the compact tag as the "
-                    "job name (docs/oar.md; the service does not drive OAR sites yet). "
+                    "job name (docs/oar.md: the service resumes it, at the size submitted; "
+                    "it does not grow or shrink OAR jobs yet). "
                     "The site service (`malleable manager serve`) releases it where and at the "
                     "size its policy chooses, then grows and shrinks it within [--min, --max]. "
                     "Prints the Slurm job id (with several --site: the service's id USER:SUB).",

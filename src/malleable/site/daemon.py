@@ -1,18 +1,20 @@
 """The site service: one :class:`~malleable.manager.Manager` over the configured Slurm
-sites, run until stopped (``malleable manager serve``).
+and OAR sites, run until stopped (``malleable manager serve``).
 
 Each cycle (the real-time driver of ``manager run``, :mod:`malleable.realtime`, with no
 workload of its own):
 
-1. every site is polled once, in parallel (``sinfo --json; squeue --json``), and its
-   tagged user jobs are found (:class:`~malleable.site.adapter.SiteSlurm`);
+1. every site is polled once, in parallel (``sinfo --json; squeue --json`` on Slurm,
+   ``oarnodes -J; oarstat -J`` on OAR), and its tagged user jobs are found
+   (:class:`~malleable.site.adapter.SiteSlurm`, :class:`~malleable.site.oarsite.SiteOar`);
 2. :meth:`SiteService.discover` adopts them: a new waiting job enters the manager's
    placement queue, a job found running is followed where it runs, a copy of a job
    already placed elsewhere is cancelled, a waiting job whose copies are all gone
    leaves the queue;
 3. the manager's cycle runs the policy (wrapped by
    :class:`~malleable.site.placement.CopiesPolicy`) and applies its placements
-   (release of the held copy) and resizes (the Slurm adapter's confirmed protocol);
+   (release of the held copy on Slurm, ``oarresume`` as ``oar`` on OAR) and resizes
+   (the Slurm adapter's confirmed protocol; none on OAR yet);
 4. the status file and the metrics are updated; a SIGHUP asks for a reload.
 
 State is the SQLite journal of :mod:`malleable.store`; after any stop (SIGTERM, a
@@ -21,6 +23,7 @@ crash, SIGKILL) the same config takes everything up again (:func:`open_service`)
 
 from __future__ import annotations
 
+import getpass
 import json
 import logging
 import os
@@ -32,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from malleable.adapters.oar.ctl import OarCtl
+from malleable.adapters.oar.sites import oar_ctl_for
 from malleable.adapters.pending import Negotiations
 from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.adapters.slurm.resize import ResizeResult
@@ -47,6 +52,7 @@ from malleable.site.adapter import Found, SiteSlurm
 from malleable.site.channel import ChannelServer, Decoded, NotNow, unmunge
 from malleable.site.config import ServiceConfig, load_service_config
 from malleable.site.metrics import ServiceMetrics
+from malleable.site.oarsite import SiteOar
 from malleable.site.placement import CopiesPolicy
 from malleable.store import RunInfo, Store, resume
 
@@ -62,7 +68,14 @@ KEEP_FINISHED_JOBS = 100
 #: memory (trimmed back to this many; the journal has them all).
 KEEP_HISTORY = 100
 
-CtlFactory = Callable[[SiteConfig], SlurmCtl]
+CtlFactory = Callable[[SiteConfig], SlurmCtl | OarCtl]
+#: The service's adapter of one site, by its kind.
+ServiceSite = SiteSlurm | SiteOar
+
+
+def site_ctl(site: SiteConfig) -> SlurmCtl | OarCtl:
+    """A site's commands by its kind (no I/O yet)."""
+    return oar_ctl_for(site) if site.kind == "oar" else ctl_for(site)
 
 
 @dataclass
@@ -73,11 +86,11 @@ class SiteService:
     store: Store
     info: RunInfo
     clock: ScaledClock
-    adapters: dict[str, SiteSlurm]
+    adapters: dict[str, ServiceSite]
     manager: Manager
     copies: dict[str, frozenset[str]]
     metrics: ServiceMetrics
-    ctl_factory: CtlFactory = ctl_for
+    ctl_factory: CtlFactory = site_ctl
     channel: ChannelServer | None = None
     started: float = field(default_factory=time.time)
     cycles: int = 0
@@ -86,7 +99,8 @@ class SiteService:
     reload_requested: bool = False
     _counted: dict[str, int] = field(default_factory=dict)
     _ignored: dict[str, int] = field(default_factory=dict)
-    _duplicates: set[int] = field(default_factory=set)
+    _duplicates: set[tuple[str, int]] = field(default_factory=set)
+    """Running copies reported as duplicates (site, native id): logged once."""
 
     # ------------------------------------------------------------ discovery
 
@@ -128,7 +142,7 @@ class SiteService:
     def _unmunge(self, site: str, credential: str) -> Decoded:
         return unmunge(self.adapters[site].ctl.runner, credential)
 
-    def _waiting(self, adapter: SiteSlurm, found: Found, now: float,
+    def _waiting(self, adapter: ServiceSite, found: Found, now: float,
                  copies: dict[str, set[str]]) -> None:
         record = self.manager.records.get(found.job_id)
         if record is None:
@@ -144,12 +158,13 @@ class SiteService:
             return
         followed = self.adapters[placed].slurm_id(found.job_id) if placed in self.adapters \
             else None
-        if followed is not None and followed != found.slurm_id:
+        # native ids are per site: the copy placed is the same site's same id
+        if followed is not None and (placed, followed) != (adapter.name, found.slurm_id):
             logger.info("event=copy_cancel job=%s site=%s slurm_id=%d placed_on=%s",
                         found.job_id, adapter.name, found.slurm_id, placed)
             adapter.cancel_copy(found.slurm_id)
 
-    def _running(self, adapter: SiteSlurm, found: Found, now: float) -> None:
+    def _running(self, adapter: ServiceSite, found: Found, now: float) -> None:
         record = self.manager.records.get(found.job_id)
         if record is None:
             self.manager.submit(found.spec(now))
@@ -164,8 +179,9 @@ class SiteService:
             return
         placed = self.manager.cluster_of(found.job_id)
         mine = self.adapters[placed].slurm_id(found.job_id) if placed in self.adapters else None
-        if mine != found.slurm_id and found.slurm_id not in self._duplicates:
-            self._duplicates.add(found.slurm_id)
+        here = (adapter.name, found.slurm_id)
+        if (placed, mine) != here and here not in self._duplicates:
+            self._duplicates.add(here)
             logger.warning("event=duplicate job=%s site=%s slurm_id=%d reason='another copy "
                            "of the job runs; this one is left alone'", found.job_id,
                            adapter.name, found.slurm_id)
@@ -227,8 +243,8 @@ class SiteService:
                 adapter.forget(old)
         if len(self.manager.operations) > 2 * KEEP_HISTORY:
             del self.manager.operations[:-KEEP_HISTORY]
-        running = {f.slurm_id for a in self.adapters.values() for f in a.found.values()
-                   if f.running}
+        running = {(a.name, f.slurm_id) for a in self.adapters.values()
+                   for f in a.found.values() if f.running}
         self._duplicates &= running
 
     # ------------------------------------------------------------ status
@@ -337,17 +353,26 @@ def _default_policy() -> PolicySpec:
 
 
 def make_adapter(site: SiteConfig, clock: ScaledClock, info: RunInfo, store: Store,
-                 ctl_factory: CtlFactory = ctl_for) -> SiteSlurm:
-    """The service's adapter of one site (only Slurm sites: InputError otherwise)."""
-    if site.kind != "slurm":
-        raise InputError(f"clusters.{site.name}.kind: the site service drives Slurm sites "
-                         f"only, not {site.kind!r}")
-    return SiteSlurm(site.name, ctl_factory(site), clock, info.run_id, reserve=site.reserve,
+                 ctl_factory: CtlFactory = site_ctl) -> ServiceSite:
+    """The service's adapter of one site, by its kind (Slurm or OAR: InputError otherwise)."""
+    if site.kind not in ("slurm", "oar"):
+        raise InputError(f"clusters.{site.name}.kind: the site service drives Slurm and OAR "
+                         f"sites, not {site.kind!r}")
+    ctl = ctl_factory(site)
+    if site.kind == "oar":
+        if not isinstance(ctl, OarCtl):
+            raise TypeError(f"site {site.name}: an OAR site needs OAR commands, not {ctl!r}")
+        account = getpass.getuser() if site.ssh is None else site.ssh.user
+        return SiteOar(site.name, ctl, clock, info.run_id, reserve=site.reserve,
+                       speed=site.speed, journal=store, account=account)
+    if not isinstance(ctl, SlurmCtl):
+        raise TypeError(f"site {site.name}: a Slurm site needs Slurm commands, not {ctl!r}")
+    return SiteSlurm(site.name, ctl, clock, info.run_id, reserve=site.reserve,
                      speed=site.speed, journal=store, negotiations=Negotiations(site.name),
                      pending_expansions=True)
 
 
-def open_service(config: ServiceConfig, ctl_factory: CtlFactory = ctl_for,
+def open_service(config: ServiceConfig, ctl_factory: CtlFactory = site_ctl,
                  metrics: ServiceMetrics | None = None) -> SiteService:
     """The service from its config: a new journal, or the one at ``state`` resumed."""
     spec = config.clusters.policy or _default_policy()

@@ -37,11 +37,24 @@ class Poll:
 
 
 class OarCtl:
-    """The OAR client commands of one site."""
+    """The OAR client commands of one site.
 
-    def __init__(self, runner: CommandRunner, timeout: float = 30.0) -> None:
+    With ``sudo_to`` (the site service: ``"oar"``), ``oarresume`` and ``oardel`` run as that
+    user through ``sudo -n -u USER`` (the one sudo rule of docs/oar.md): OAR lets only a
+    job's owner, ``oar`` or ``root`` resume or delete it."""
+
+    def __init__(self, runner: CommandRunner, timeout: float = 30.0,
+                 sudo_to: str | None = None) -> None:
         self.runner = runner
         self.timeout = timeout
+        self.sudo_to = sudo_to
+
+    def via_sudo(self, user: str) -> OarCtl:
+        """The same commands, with ``oarresume`` and ``oardel`` run as ``user`` by sudo."""
+        return OarCtl(self.runner, self.timeout, sudo_to=user)
+
+    def _privileged(self, argv: list[str]) -> list[str]:
+        return ["sudo", "-n", "-u", self.sudo_to, *argv] if self.sudo_to else argv
 
     def _run(self, argv: Sequence[str], *, check: bool = True, input: str | None = None,
              timeout: float | None = None) -> Result:
@@ -83,7 +96,11 @@ class OarCtl:
 
     def delete(self, job_ids: Sequence[int]) -> Result:
         """``oardel ID ...`` (unchecked: a job that already ended is not an error here)."""
-        return self._run(["oardel", *(str(j) for j in job_ids)], check=False)
+        return self._run(self._privileged(["oardel", *(str(j) for j in job_ids)]), check=False)
+
+    def resume(self, job_id: int) -> Result:
+        """``oarresume ID``: a held job may be scheduled (unchecked: the caller reads rc)."""
+        return self._run(self._privileged(["oarresume", str(job_id)]), check=False)
 
     def write(self, path: str, text: str) -> None:
         """Write ``text`` to ``path`` on the site (its /home is shared by its nodes)."""

@@ -72,6 +72,9 @@ class OarJob:
     walltime: float | None = None
     notes: tuple[str, ...] = ()
     """The events as ``TYPE: description`` (what an ``Error`` job says went wrong)."""
+    resources: int | None = None
+    """The resources it asked (``R=`` of oarstat's ``message``; one per node on the
+    testbed): the size a held job starts at. None when the message has none."""
 
     @property
     def state(self) -> JobState:
@@ -139,6 +142,15 @@ def _walltime(doc: dict[str, Any]) -> float | None:
     return float(hours * 3600 + minutes * 60 + seconds) or None
 
 
+#: The resource count in oarstat's ``message`` (``R=2,W=...``).
+_MESSAGE_RESOURCES = re.compile(r"(?:^|,)R=(\d+)(?:,|\s|$)")
+
+
+def _resources(doc: dict[str, Any]) -> int | None:
+    match = _MESSAGE_RESOURCES.search(str(doc.get("message") or ""))
+    return int(match.group(1)) or None if match else None
+
+
 def _events(doc: Any) -> list[dict[str, Any]]:
     """The job's events in the order OAR recorded them (``event_id``)."""
     found = [e for e in doc.get("events") or () if isinstance(e, dict)]
@@ -172,6 +184,7 @@ def _job(key: str, doc: Any) -> OarJob:
         types=tuple(str(t) for t in doc.get("types") or ()),
         walltime=_walltime(doc),
         notes=tuple(f"{e.get('type', '')}: {e.get('description', '')}" for e in _events(doc)),
+        resources=_resources(doc),
     )
 
 

@@ -1,0 +1,194 @@
+"""``malleable manager serve`` over two OAR testbed sites (grid and lab, 2 nodes each).
+
+Alice submits with ``malleable submit --site grid,lab`` over SSH as herself: one held copy
+on each site, the same submission. The service runs in grid's OAR server as the service account
+``malleable`` (never root), as a site runs it, and reaches both OAR servers over SSH as
+``malleable`` with that account's key: its only privilege is the image's sudo rule
+(``oarresume`` and ``oardel`` as ``oar``). It resumes alice's copy on grid (worst fit:
+bob's untagged job holds a node of lab), her job runs to completion there, and her copy on
+lab is deleted (it ends cancelled); bob's untagged job and his forged tag are left alone,
+the forgery logged once.
+Bounded by the test timeout; the module's testbed is taken down after its test.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from malleable.adapters.oar.ctl import _submitted_ids
+from malleable.adapters.oar.parse import parse_oarstat
+from malleable.cli import main
+from malleable.model import JobState
+from malleable.testbed import Docker, Site, Testbed, Topology
+from tests.fakes.waits import own_testbed, wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+SITES = ("grid", "lab")
+TOPOLOGY = Topology("oar-serve", tuple(Site(s, 2, containers=1, kind="oar") for s in SITES))
+HOME = "/home/malleable/serve"
+CONFIG = """[service]
+state = "/home/malleable/serve/state.sqlite"
+poll = 2.0
+metrics = ""
+
+[ssh]
+user = "malleable"
+key = "/home/malleable/.ssh/id_ed25519"
+known_hosts = "/etc/ssh/ssh_known_hosts"
+
+[clusters.grid]
+kind = "oar"
+host = "grid-ctl"
+command_timeout = 120
+
+[clusters.lab]
+kind = "oar"
+host = "lab-ctl"
+command_timeout = 120
+"""
+
+
+def _jobs(tb: Testbed, site: str, *ids: int) -> dict[int, dict[str, Any]]:
+    argv = ["oarstat", "-fJ", *(a for i in ids for a in ("-j", str(i)))] if ids \
+        else ["oarstat", "-J"]
+    out = tb.exec(site, argv, check=True).stdout
+    return {int(k): v for k, v in json.loads(out or "{}").items()}
+
+
+def _state(tb: Testbed, site: str, job: int) -> str:
+    return str(_jobs(tb, site, job)[job]["state"])
+
+
+def _oarsub_as(tb: Testbed, site: str, user: str, *options: str) -> int:
+    """``oarsub`` in ``user``'s login shell (``docker exec -u`` cannot run it)."""
+    script = "cd && oarsub -J " + " ".join(f"'{o}'" for o in options)
+    (job_id,) = _submitted_ids(tb.exec(site, ["su", "-", user, "-c", script], check=True,
+                                       timeout=60).stdout)
+    return job_id
+
+
+@pytest.fixture(scope="module")
+def oar(docker_engine: Docker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+    yield from own_testbed("oarserve", TOPOLOGY, tmp_path_factory.mktemp("oar-serve"),
+                           docker_engine)
+
+
+@pytest.fixture(scope="module")
+def alice_config(oar: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A clusters config that reaches both sites over SSH as alice (a key made here)."""
+    where = tmp_path_factory.mktemp("alice")
+    key = where / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "alice-test", "-f",
+                    str(key)], check=True, timeout=30)
+    for site in SITES:  # each site has its own /home
+        oar.exec(site, ["sh", "-c", "install -d -o alice -g alice -m 0700 /home/alice/.ssh && "
+                        "cat > /home/alice/.ssh/authorized_keys && "
+                        "chown alice:alice /home/alice/.ssh/authorized_keys && "
+                        "chmod 0600 /home/alice/.ssh/authorized_keys"],
+                 input_text=key.with_suffix(".pub").read_text(), check=True)
+    text = re.sub(r'(?m)^user = .*$', 'user = "alice"', oar.config_toml())
+    text = re.sub(r'(?m)^key = .*$', f'key = "{key}"', text)
+    config = where / "clusters.toml"
+    config.write_text(text)
+    return config
+
+
+class Serve:
+    """``malleable manager serve`` in grid's OAR server as ``malleable`` (never root), both
+    sites reached over SSH with the account's key; its log, status and stop."""
+
+    def __init__(self, tb: Testbed) -> None:
+        self.tb = tb
+        self.sh(f"mkdir -p {HOME} && cat > {HOME}/manager.toml", input_text=CONFIG)
+        self.sh(f"cd {HOME} && nohup sh -c 'malleable manager serve --config manager.toml; "
+                "echo exit=$? >&2' > serve.log 2>&1 < /dev/null &")
+
+    def sh(self, script: str, input_text: str | None = None, check: bool = True) -> str:
+        return self.tb.exec("grid", ["sh", "-c", script], user="malleable", timeout=60,
+                            input_text=input_text, check=check).stdout
+
+    def status(self) -> dict[str, Any]:
+        text = self.sh(f"cat {HOME}/state.sqlite.status.json 2>/dev/null || true")
+        return json.loads(text) if text.strip() else {}
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        return next((j for j in self.status().get("jobs", ()) if j["id"] == job_id), {})
+
+    def text(self) -> str:
+        return self.sh(f"cat {HOME}/serve.log 2>/dev/null || true")
+
+    def pid(self) -> str:
+        return self.sh("pgrep -o -u malleable -f '^python3 -m malleable manager serve' "
+                       "|| true").strip()
+
+    def stop(self) -> None:
+        pid = self.pid()
+        if pid:
+            self.sh(f"kill -TERM {pid}", check=False)
+            wait_for(lambda: not self.pid(), 120, "the service to stop")
+
+
+@pytest.fixture
+def serve(oar: Testbed) -> Iterator[Serve]:
+    service = Serve(oar)
+    try:
+        yield service
+    finally:
+        service.stop()
+        print("".join(line for line in service.text().splitlines(keepends=True)
+                      if "paramiko" not in line)[-8000:])  # shown when the test failed
+        service.sh(f"rm -rf {HOME}", check=False)
+        for site in SITES:
+            live = list(_jobs(oar, site))
+            if live:
+                oar.exec(site, ["su", "oar", "-s", "/bin/sh", "-c",
+                                "oardel " + " ".join(map(str, live))])
+
+
+def test_the_service_runs_alice_s_job_on_one_site_and_deletes_her_other_copy(
+        oar: Testbed, alice_config: Path, serve: Serve,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    bob = _oarsub_as(oar, "lab", "bob", "-l", "nodes=1", "sleep 600")
+    forged = _oarsub_as(oar, "grid", "bob", "--hold", "-n", "m1;min=1;max=2;user=alice",
+                        "-l", "nodes=1", "sleep 600")
+    wait_for(lambda: _state(oar, "lab", bob) == "Running", 120, "bob's job running on lab")
+    code = main(["submit", "--config", str(alice_config), "--site", "grid,lab", "--min", "1",
+                 "--max", "2", "--time", "10", "--", "sh", "-c",
+                 'sleep 5; echo "done on $(hostname)"'])
+    job_id = capsys.readouterr().out.strip()
+    assert code == 0 and job_id.startswith("alice:")
+    copies = {s: [i for i, j in _jobs(oar, s).items() if j["owner"] == "alice"]
+              for s in SITES}
+    (on_grid,), (on_lab,) = copies["grid"], copies["lab"]
+    wait_for(lambda: serve.job(job_id).get("state") == "completed", 240,
+             f"alice's job {job_id} completed by the service",
+             explain=lambda: serve.text()[-3000:])
+    assert serve.job(job_id)["site"] == "grid"
+    assert serve.job(job_id)["slurm_id"] == on_grid
+    (ran,) = parse_oarstat(oar.exec("grid", ["oarstat", "-fJ", "-j", str(on_grid)],
+                                    check=True).stdout)
+    assert (ran.owner, ran.state_raw, ran.exit_code) == ("alice", "Terminated", 0)
+    assert ran.events[:1] == ("RESUME_JOB",)
+    said = oar.exec("grid", ["cat", f"OAR.{on_grid}.stdout"], user="alice", check=True).stdout
+    assert said.strip() == "done on grid-c0"
+    wait_for(lambda: _state(oar, "lab", on_lab) == "Error", 120, "alice's lab copy deleted")
+    (deleted,) = parse_oarstat(oar.exec("lab", ["oarstat", "-fJ", "-j", str(on_lab)],
+                                        check=True).stdout)
+    assert deleted.state is JobState.CANCELLED and deleted.events[0] == "FRAG_JOB_REQUEST"
+    # bob's untagged job and his forged tag: left alone, the forgery logged once
+    assert _state(oar, "lab", bob) == "Running" and not _jobs(oar, "lab", bob)[bob]["events"]
+    assert _state(oar, "grid", forged) == "Hold"
+    log = serve.text()
+    assert log.count("event=tag_ignored") == 1 and f"oar_id={forged}" in log
+    assert f"event=placed site=grid job={job_id} oar_id={on_grid} nodes=1" in log
+    assert f"event=copy_cancelled site=lab oar_id={on_lab}" in log
+    serve.stop()
+    assert "event=stopped reason=signal" in serve.text() and "exit=0" in serve.text()
