@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from malleable.adapters.shell import Result
 from malleable.model import (
     Action,
     ClusterView,
@@ -127,6 +128,25 @@ class RecordingJournal:
 
     def job_event(self, event: JobEvent) -> None:
         self.calls.append(("event", event))
+
+
+class RecordingRunner:
+    """A CommandRunner that records each argv (and its standard input) and gives one
+    answer to all of them."""
+
+    def __init__(self, answer: Result | None = None) -> None:
+        self.answer = answer or Result(0, "4242\n", "")
+        self.calls: list[list[str]] = []
+        self.inputs: list[str | None] = []
+
+    def run(self, argv: Sequence[str], timeout: float, *, input: str | None = None,
+            check: bool = True) -> Result:
+        self.calls.append(list(argv))
+        self.inputs.append(input)
+        return self.answer
+
+    def close(self) -> None:
+        return None
 
 
 def started(job_id: str, time: float, size: int) -> JobEvent:

@@ -14,8 +14,6 @@ Bounded by the test timeout; the module's testbed is taken down after its test.
 from __future__ import annotations
 
 import json
-import re
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ from malleable.adapters.oar.parse import parse_oarstat
 from malleable.cli import main
 from malleable.model import JobState
 from malleable.testbed import Docker, Site, Testbed, Topology
+from tests.fakes.accounts import user_config
 from tests.fakes.waits import own_testbed, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
@@ -84,21 +83,7 @@ def oar(docker_engine: Docker, tmp_path_factory: pytest.TempPathFactory) -> Iter
 @pytest.fixture(scope="module")
 def alice_config(oar: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A clusters config that reaches both sites over SSH as alice (a key made here)."""
-    where = tmp_path_factory.mktemp("alice")
-    key = where / "id_ed25519"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "alice-test", "-f",
-                    str(key)], check=True, timeout=30)
-    for site in SITES:  # each site has its own /home
-        oar.exec(site, ["sh", "-c", "install -d -o alice -g alice -m 0700 /home/alice/.ssh && "
-                        "cat > /home/alice/.ssh/authorized_keys && "
-                        "chown alice:alice /home/alice/.ssh/authorized_keys && "
-                        "chmod 0600 /home/alice/.ssh/authorized_keys"],
-                 input_text=key.with_suffix(".pub").read_text(), check=True)
-    text = re.sub(r'(?m)^user = .*$', 'user = "alice"', oar.config_toml())
-    text = re.sub(r'(?m)^key = .*$', f'key = "{key}"', text)
-    config = where / "clusters.toml"
-    config.write_text(text)
-    return config
+    return user_config(oar, SITES, "alice", tmp_path_factory.mktemp("alice"))
 
 
 class Serve:

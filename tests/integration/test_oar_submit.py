@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from malleable.model import JobState
 from malleable.site import tag as tags
 from malleable.site.oarjobs import discover
 from malleable.testbed import Docker, Site, Testbed, Topology
+from tests.fakes.accounts import user_config
 from tests.fakes.waits import own_testbed, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -54,20 +54,7 @@ def oar(docker_engine: Docker, tmp_path_factory: pytest.TempPathFactory) -> Iter
 def alice_config(oar: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A clusters config that reaches grid's login node over SSH as alice, with a key
     made for this module (authorized in her home on the site)."""
-    where = tmp_path_factory.mktemp("alice")
-    key = where / "id_ed25519"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "alice-test", "-f",
-                    str(key)], check=True, timeout=30)
-    oar.exec("grid", ["sh", "-c", "install -d -o alice -g alice -m 0700 /home/alice/.ssh && "
-                      "cat > /home/alice/.ssh/authorized_keys && "
-                      "chown alice:alice /home/alice/.ssh/authorized_keys && "
-                      "chmod 0600 /home/alice/.ssh/authorized_keys"],
-             input_text=key.with_suffix(".pub").read_text(), check=True)
-    text = re.sub(r'(?m)^user = .*$', 'user = "alice"', oar.config_toml())
-    text = re.sub(r'(?m)^key = .*$', f'key = "{key}"', text)
-    config = where / "clusters.toml"
-    config.write_text(text)
-    return config
+    return user_config(oar, ["grid"], "alice", tmp_path_factory.mktemp("alice"))
 
 
 @pytest.fixture

@@ -3,8 +3,6 @@ allocation as a job collection, on the fake OAR site (tests/fakes/oar.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pytest
 
 from malleable.adapters.oar.ctl import OarCtl
@@ -13,6 +11,7 @@ from malleable.errors import ExternalError
 from malleable.runner.launch import Launch, batch_script
 from malleable.runner.oar import OarMpiJob, OarNodeShell, oar_mpi_job, oar_script
 from tests.fakes.oar import FakeOar
+from tests.fakes.scripted import RecordingRunner
 
 LAUNCH = Launch("jacobi.py", "print('hi')\n", ("--iterations", "5"))
 
@@ -37,21 +36,8 @@ def test_a_slurm_script_of_another_shape_is_refused() -> None:
         oar._SLURM_NODES = original
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.calls: list[list[str]] = []
-
-    def run(self, argv: Sequence[str], timeout: float, *, input: str | None = None,
-            check: bool = True) -> Result:
-        self.calls.append(list(argv))
-        return Result(0, "text", "")
-
-    def close(self) -> None:
-        return None
-
-
 def test_shared_files_are_read_and_written_on_the_login_host() -> None:
-    rec = Recorder()
+    rec = RecordingRunner(Result(0, "text", ""))
     shell = OarNodeShell(rec, shared="/home/malleable/")
     assert shell.read("grid-n001", "/home/malleable/.malleable/run/7/nodes") == "text"
     shell.write("grid-n001", "/home/malleable/x", "y")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -12,22 +11,7 @@ from malleable.cli import main
 from malleable.errors import ExternalError
 from malleable.site import tag as tags
 from malleable.site.submit import Submission, submit
-
-ACCEPTED = Result(0, "4242\n", "")
-
-
-class Recorder:
-    def __init__(self, answer: Result = ACCEPTED) -> None:
-        self.calls: list[tuple[list[str], str | None]] = []
-        self.answer = answer
-
-    def run(self, argv: Sequence[str], timeout: float, *, input: str | None = None,
-            check: bool = True) -> Result:
-        self.calls.append((list(argv), input))
-        return self.answer
-
-    def close(self) -> None:
-        pass
+from tests.fakes.scripted import RecordingRunner
 
 
 def _option(argv: list[str], name: str) -> str:
@@ -35,11 +19,11 @@ def _option(argv: list[str], name: str) -> str:
 
 
 def test_one_site_prints_the_slurm_id_and_submits_held_and_tagged() -> None:
-    runner = Recorder()
+    runner = RecordingRunner()
     shown, ids = submit(Submission(2, 8, ("python3", "app.py", "a b; rm -rf /"), preferred=4,
                                    time="10:00"), runner, "alice")
     assert shown == "4242" and ids == [4242]
-    [(argv, script)] = runner.calls
+    [argv], [script] = runner.calls, runner.inputs
     assert argv[:3] == ["sbatch", "--parsable", "--hold"]
     assert "--nodes=4" in argv and "--time=10:00" in argv
     tag = tags.parse(_option(argv, "comment"), "alice")
@@ -50,10 +34,10 @@ def test_one_site_prints_the_slurm_id_and_submits_held_and_tagged() -> None:
 def test_mpi_submits_the_runner_script_with_the_channel_agent(tmp_path: Path) -> None:
     program = tmp_path / "jacobi.py"
     program.write_text("print('jacobi')\n")
-    runner = Recorder()
+    runner = RecordingRunner()
     submit(Submission(2, 4, (str(program), "--iterations", "40"), mpi=True,
                       service="vu-ctl:7461"), runner, "alice")
-    [(argv, script)] = runner.calls
+    [argv], [script] = runner.calls, runner.inputs
     assert tags.parse(_option(argv, "comment"), "alice").mpi
     assert script is not None and "D=/tmp/malleable-alice/$SLURM_JOB_ID" in script
     agent = next(line for line in script.splitlines() if "malleable.site.agent" in line)
@@ -86,15 +70,15 @@ def test_mpi_needs_a_python_program(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_several_sites_share_one_submission_id() -> None:
-    runner = Recorder(Result(0, "77;leiden\n", ""))
+    runner = RecordingRunner(Result(0, "77;leiden\n", ""))
     shown, ids = submit(Submission(1, 2, ("hostname",), sites=("vu", "leiden")), runner, "bob")
-    subs = {tags.parse(_option(a, "comment"), "bob").sub for a, _ in runner.calls}
+    subs = {tags.parse(_option(a, "comment"), "bob").sub for a in runner.calls}
     assert len(subs) == 1 and shown == f"bob:{subs.pop()}" and ids == [77, 77]
-    assert [_option(a, "clusters") for a, _ in runner.calls] == ["vu", "leiden"]
+    assert [_option(a, "clusters") for a in runner.calls] == ["vu", "leiden"]
 
 
 def test_sbatch_refusal_is_an_external_error() -> None:
-    runner = Recorder(Result(1, "", "sbatch: error: Batch job submission failed: bad\n"))
+    runner = RecordingRunner(Result(1, "", "sbatch: error: Batch job submission failed: bad\n"))
     with pytest.raises(ExternalError, match="Batch job submission failed"):
         submit(Submission(1, 2, ("hostname",)), runner, "bob")
 

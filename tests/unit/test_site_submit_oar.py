@@ -4,18 +4,18 @@ name, on the fake OAR site (tests/fakes/oar.py); the clusters config choosing th
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from malleable.adapters.shell import CommandRunner, Result
+from malleable.adapters.shell import CommandRunner
 from malleable.cli import main
 from malleable.config import SiteConfig, load_config
 from malleable.errors import ExternalError, InputError
 from malleable.site import tag as tags
 from malleable.site.submit import Submission, Target, oar_walltime, submit_to
 from tests.fakes.oar import FakeOar
+from tests.fakes.scripted import RecordingRunner
 
 
 def _grid(user: str = "alice") -> FakeOar:
@@ -24,21 +24,6 @@ def _grid(user: str = "alice") -> FakeOar:
 
 def _oar(fake: FakeOar, user: str = "alice", site: str = "grid") -> Target:
     return Target(fake, user, site, "oar", clusters=False)
-
-
-class Recorder:
-    """A Slurm login node that accepts every sbatch."""
-
-    def __init__(self) -> None:
-        self.calls: list[list[str]] = []
-
-    def run(self, argv: Sequence[str], timeout: float, *, input: str | None = None,
-            check: bool = True) -> Result:
-        self.calls.append(list(argv))
-        return Result(0, "4242\n", "")
-
-    def close(self) -> None:
-        pass
 
 
 def test_a_held_job_named_with_the_compact_tag_owned_by_the_user() -> None:
@@ -82,7 +67,7 @@ def test_slurm_time_limits_become_oar_walltimes(limit: str, walltime: str) -> No
 
 
 def test_a_name_over_100_characters_is_refused_before_anything_is_submitted() -> None:
-    slurm, fake = Recorder(), _grid()
+    slurm, fake = RecordingRunner(), _grid()
     targets = [Target(slurm, "alice", "vu"), _oar(fake)]
     with pytest.raises(InputError) as caught:
         submit_to(Submission(100, 100_000, ("ls",), preferred=100_000, app="a" * 60), targets)
@@ -110,7 +95,7 @@ def test_mpi_is_not_offered_on_oar_sites_yet(tmp_path: Path) -> None:
 
 
 def test_copies_on_slurm_and_oar_share_one_submission_id() -> None:
-    slurm, fake = Recorder(), _grid()
+    slurm, fake = RecordingRunner(), _grid()
     shown, ids = submit_to(Submission(1, 2, ("hostname",)),
                            [Target(slurm, "alice", "vu"), _oar(fake)])
     comment = next(a for a in slurm.calls[0] if a.startswith("--comment="))
@@ -121,7 +106,7 @@ def test_copies_on_slurm_and_oar_share_one_submission_id() -> None:
 
 
 def test_a_slurm_site_reached_by_ssh_is_submitted_to_on_its_own_login_node() -> None:
-    slurm = Recorder()
+    slurm = RecordingRunner()
     submit_to(Submission(1, 2, ("hostname",)), [Target(slurm, "alice", "vu", clusters=False)])
     assert not any(a.startswith("--clusters") for a in slurm.calls[0])
 
