@@ -13,19 +13,17 @@ Bounded by the test timeout; the module's testbed is taken down after its test.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from malleable.adapters.oar.ctl import _submitted_ids
 from malleable.adapters.oar.parse import parse_oarstat
 from malleable.cli import main
 from malleable.model import JobState
 from malleable.testbed import Docker, Site, Testbed, Topology
 from tests.fakes.accounts import user_config
+from tests.fakes.serving import Serve, oar_jobs, oar_state, oarsub_as
 from tests.fakes.waits import own_testbed, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
@@ -55,25 +53,6 @@ command_timeout = 120
 """
 
 
-def _jobs(tb: Testbed, site: str, *ids: int) -> dict[int, dict[str, Any]]:
-    argv = ["oarstat", "-fJ", *(a for i in ids for a in ("-j", str(i)))] if ids \
-        else ["oarstat", "-J"]
-    out = tb.exec(site, argv, check=True).stdout
-    return {int(k): v for k, v in json.loads(out or "{}").items()}
-
-
-def _state(tb: Testbed, site: str, job: int) -> str:
-    return str(_jobs(tb, site, job)[job]["state"])
-
-
-def _oarsub_as(tb: Testbed, site: str, user: str, *options: str) -> int:
-    """``oarsub`` in ``user``'s login shell (``docker exec -u`` cannot run it)."""
-    script = "cd && oarsub -J " + " ".join(f"'{o}'" for o in options)
-    (job_id,) = _submitted_ids(tb.exec(site, ["su", "-", user, "-c", script], check=True,
-                                       timeout=60).stdout)
-    return job_id
-
-
 @pytest.fixture(scope="module")
 def oar(docker_engine: Docker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
     yield from own_testbed("oarserve", TOPOLOGY, tmp_path_factory.mktemp("oar-serve"),
@@ -86,53 +65,15 @@ def alice_config(oar: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Path
     return user_config(oar, SITES, "alice", tmp_path_factory.mktemp("alice"))
 
 
-class Serve:
-    """``malleable manager serve`` in grid's OAR server as ``malleable`` (never root), both
-    sites reached over SSH with the account's key; its log, status and stop."""
-
-    def __init__(self, tb: Testbed) -> None:
-        self.tb = tb
-        self.sh(f"mkdir -p {HOME} && cat > {HOME}/manager.toml", input_text=CONFIG)
-        self.sh(f"cd {HOME} && nohup sh -c 'malleable manager serve --config manager.toml; "
-                "echo exit=$? >&2' > serve.log 2>&1 < /dev/null &")
-
-    def sh(self, script: str, input_text: str | None = None, check: bool = True) -> str:
-        return self.tb.exec("grid", ["sh", "-c", script], user="malleable", timeout=60,
-                            input_text=input_text, check=check).stdout
-
-    def status(self) -> dict[str, Any]:
-        text = self.sh(f"cat {HOME}/state.sqlite.status.json 2>/dev/null || true")
-        return json.loads(text) if text.strip() else {}
-
-    def job(self, job_id: str) -> dict[str, Any]:
-        return next((j for j in self.status().get("jobs", ()) if j["id"] == job_id), {})
-
-    def text(self) -> str:
-        return self.sh(f"cat {HOME}/serve.log 2>/dev/null || true")
-
-    def pid(self) -> str:
-        return self.sh("pgrep -o -u malleable -f '^python3 -m malleable manager serve' "
-                       "|| true").strip()
-
-    def stop(self) -> None:
-        pid = self.pid()
-        if pid:
-            self.sh(f"kill -TERM {pid}", check=False)
-            wait_for(lambda: not self.pid(), 120, "the service to stop")
-
-
 @pytest.fixture
 def serve(oar: Testbed) -> Iterator[Serve]:
-    service = Serve(oar)
+    service = Serve(oar, "grid", HOME, CONFIG)
     try:
         yield service
     finally:
-        service.stop()
-        print("".join(line for line in service.text().splitlines(keepends=True)
-                      if "paramiko" not in line)[-8000:])  # shown when the test failed
-        service.sh(f"rm -rf {HOME}", check=False)
+        service.close()
         for site in SITES:
-            live = list(_jobs(oar, site))
+            live = list(oar_jobs(oar, site))
             if live:
                 oar.exec(site, ["su", "oar", "-s", "/bin/sh", "-c",
                                 "oardel " + " ".join(map(str, live))])
@@ -141,16 +82,16 @@ def serve(oar: Testbed) -> Iterator[Serve]:
 def test_the_service_runs_alice_s_job_on_one_site_and_deletes_her_other_copy(
         oar: Testbed, alice_config: Path, serve: Serve,
         capsys: pytest.CaptureFixture[str]) -> None:
-    bob = _oarsub_as(oar, "lab", "bob", "-l", "nodes=1", "sleep 600")
-    forged = _oarsub_as(oar, "grid", "bob", "--hold", "-n", "m1;min=1;max=2;user=alice",
-                        "-l", "nodes=1", "sleep 600")
-    wait_for(lambda: _state(oar, "lab", bob) == "Running", 120, "bob's job running on lab")
+    bob = oarsub_as(oar, "lab", "bob", "-l", "nodes=1", "sleep 600")
+    forged = oarsub_as(oar, "grid", "bob", "--hold", "-n", "m1;min=1;max=2;user=alice",
+                       "-l", "nodes=1", "sleep 600")
+    wait_for(lambda: oar_state(oar, "lab", bob) == "Running", 120, "bob's job running on lab")
     code = main(["submit", "--config", str(alice_config), "--site", "grid,lab", "--min", "1",
                  "--max", "2", "--time", "10", "--", "sh", "-c",
                  'sleep 5; echo "done on $(hostname)"'])
     job_id = capsys.readouterr().out.strip()
     assert code == 0 and job_id.startswith("alice:")
-    copies = {s: [i for i, j in _jobs(oar, s).items() if j["owner"] == "alice"]
+    copies = {s: [i for i, j in oar_jobs(oar, s).items() if j["owner"] == "alice"]
               for s in SITES}
     (on_grid,), (on_lab,) = copies["grid"], copies["lab"]
     wait_for(lambda: serve.job(job_id).get("state") == "completed", 240,
@@ -164,13 +105,14 @@ def test_the_service_runs_alice_s_job_on_one_site_and_deletes_her_other_copy(
     assert ran.events[:1] == ("RESUME_JOB",)
     said = oar.exec("grid", ["cat", f"OAR.{on_grid}.stdout"], user="alice", check=True).stdout
     assert said.strip() == "done on grid-c0"
-    wait_for(lambda: _state(oar, "lab", on_lab) == "Error", 120, "alice's lab copy deleted")
+    wait_for(lambda: oar_state(oar, "lab", on_lab) == "Error", 120, "alice's lab copy deleted")
     (deleted,) = parse_oarstat(oar.exec("lab", ["oarstat", "-fJ", "-j", str(on_lab)],
                                         check=True).stdout)
     assert deleted.state is JobState.CANCELLED and deleted.events[0] == "FRAG_JOB_REQUEST"
     # bob's untagged job and his forged tag: left alone, the forgery logged once
-    assert _state(oar, "lab", bob) == "Running" and not _jobs(oar, "lab", bob)[bob]["events"]
-    assert _state(oar, "grid", forged) == "Hold"
+    assert oar_state(oar, "lab", bob) == "Running"
+    assert not oar_jobs(oar, "lab", bob)[bob]["events"]
+    assert oar_state(oar, "grid", forged) == "Hold"
     log = serve.text()
     assert log.count("event=tag_ignored") == 1 and f"oar_id={forged}" in log
     assert f"event=placed site=grid job={job_id} oar_id={on_grid} nodes=1" in log
