@@ -6,14 +6,17 @@ is reached locally as Slurm's operator, grid over SSH with the account's key, wh
 privilege is the image's sudo rule (``oarresume`` and ``oardel`` as ``oar``). Alice submits
 with ``malleable submit --config`` over SSH as herself. Bob's untagged jobs hold two nodes
 of vu and one of grid, so her two-site job (``--site vu,grid``, copies on both kinds) goes
-to grid (worst fit): resumed there, it completes, and her held Slurm copy is cancelled on
-vu. Her job for grid alone is resumed and completes; her job for vu alone is placed and
-completes. Bob's jobs are left alone. End states are read on the sites (sacct, oarstat -fJ),
+to grid (most available nodes): resumed there, it completes, and her held Slurm copy is
+cancelled on vu. Her job for grid alone is resumed and completes; her job for vu alone is
+placed and completes. Bob's jobs are left alone. Once bob's vu job ends, her second
+two-site job goes to vu, is grown there to its maximum, completes, and its OAR copy is
+deleted. End states are read on the sites (sacct, oarstat -fJ),
 not only from the service. Bounded by the test timeout; the testbed is taken down after.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,7 +28,7 @@ from malleable.model import JobState
 from malleable.testbed import Docker, Site, Testbed, Topology
 from tests.fakes.accounts import user_config
 from tests.fakes.serving import Serve, oar_jobs, oar_state, oarsub_as
-from tests.fakes.waits import own_testbed, wait_for
+from tests.fakes.waits import own_testbed, site_quiet, site_state, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -86,6 +89,11 @@ def _sacct(tb: Testbed, job: str) -> tuple[str, str, str]:
                   timeout=30, check=True).stdout.strip()
     user, state, code = out.splitlines()[-1].split("|") if out else ("", "", "")
     return user, state, code
+
+
+def _scontrol(tb: Testbed, job: str) -> dict[str, str]:
+    out = tb.exec("vu", ["scontrol", "-o", "show", "job", job], timeout=30).stdout
+    return dict(f.split("=", 1) for f in out.split() if "=" in f)
 
 
 def _squeue(tb: Testbed, job: str) -> str:
@@ -171,6 +179,29 @@ def test_one_service_over_a_slurm_and_an_oar_site(
     assert oar_state(tb, "grid", bob_grid) == "Running"
     assert not oar_jobs(tb, "grid", bob_grid)[bob_grid]["events"]
     log = serve.text()
-    assert f"slurm_id={bob_vu}" not in log and f"oar_id={bob_grid}" not in log
+    assert not re.search(rf"slurm_id={bob_vu}\b|oar_id={bob_grid}\b", log)
+
+    # bob's vu job ends: vu (3 free) has more room than grid (2), so a second two-site job
+    # goes to vu, is grown there to its maximum, completes, and its OAR copy is deleted
+    tb.exec("vu", ["scancel", bob_vu], user="bob", timeout=30, check=True)
+    wait_for(lambda: site_quiet(tb, "vu"), 120, "vu idle", explain=lambda: site_state(tb, "vu"))
+    again = _submit(alice_config, "vu,grid", capsys, "--min", "1", "--max", "3", "--",
+                    "sleep", "60")
+    (grid_copy,) = [i for i, j in oar_jobs(tb, "grid").items()
+                    if j["owner"] == "alice" and j["state"] == "Hold"]
+    wait_for(lambda: serve.job(again).get("site") == "vu", 120, "the vu copy placed",
+             explain=lambda: serve.text()[-3000:])
+    grown = str(serve.job(again)["slurm_id"])
+    wait_for(lambda: _scontrol(tb, grown).get("NumNodes") == "3", 120, "the vu copy grown to 3",
+             explain=lambda: site_state(tb, "vu"))
+    wait_for(lambda: oar_state(tb, "grid", grid_copy) == "Error", 120, "the grid copy deleted")
+    (deleted,) = parse_oarstat(tb.exec("grid", ["oarstat", "-fJ", "-j", str(grid_copy)],
+                                       check=True).stdout)
+    assert (deleted.owner, deleted.state) == ("alice", JobState.CANCELLED)
+    assert deleted.events[0] == "FRAG_JOB_REQUEST"
+    _completed(serve, again)
+    wait_for(lambda: _sacct(tb, grown)[1] == "COMPLETED", 60, "the grown job in sacct")
+    assert _sacct(tb, grown) == ("alice", "COMPLETED", "0:0")
+    assert f"event=copy_cancelled site=grid oar_id={grid_copy}" in serve.text()
     serve.stop()
     assert "event=stopped reason=signal" in serve.text() and "exit=0" in serve.text()
