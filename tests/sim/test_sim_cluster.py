@@ -82,3 +82,27 @@ def test_grow_never_takes_more_than_idle_and_rigid_jobs_do_not_grow() -> None:
     assert c.start(r, 1) == 0  # no idle node left
     assert c.offer_grow("r", 1) == 0
     assert c.start(_gadget("x"), 7) == 0
+
+
+def test_a_view_never_changes_after_starts_ends_and_resizes() -> None:
+    """Each view's running jobs are a copy, in start order: later starts, ends (which leave
+    deleted slots in the cluster's own table) and resizes show only in later views."""
+    engine = Engine()
+    c = SimCluster("c", 40, engine)
+    views = [c.observe()]
+    for i in range(6):
+        c.start(_gadget(f"g{i}"), 2)
+        views.append(c.observe())
+    c.cancel("g1")
+    c.cancel("g3")
+    views.append(c.observe())
+    c.offer_grow("g4", 4)
+    c.start(_gadget("g6"), 2)
+    views.append(c.observe())
+    running = [{j: v.size for j, v in view.running.items()} for view in views]
+    assert running[:7] == [{f"g{i}": 2 for i in range(k)} for k in range(7)]
+    assert running[7] == {"g0": 2, "g2": 2, "g4": 2, "g5": 2}
+    assert running[8] == {"g0": 2, "g2": 2, "g4": 6, "g5": 2, "g6": 2}
+    assert [list(r) for r in running[7:]] == [["g0", "g2", "g4", "g5"],
+                                              ["g0", "g2", "g4", "g5", "g6"]]
+    assert views[7].idle == 32 and views[8].idle == 26
