@@ -90,11 +90,15 @@ def _run(config: Path, out: Path) -> int:
 
 def _exactly_once(tb: Testbed, summary: dict[str, object], out: Path) -> dict[str, str]:
     """Each workload job's site; fails unless each ran once, completed, nothing orphaned."""
-
     with (out / "jobs.csv").open() as f:
         rows = {r["job"]: r for r in csv.DictReader(f)}
-    copies, final, orphans = check_slurm(tb, SITES, str(summary["run_id"]), list(rows))
-    lost, duplicated = judge({j: r["state"] for j, r in rows.items()}, copies, final, ())
+    deadline = time.monotonic() + 90
+    while True:  # accounting lags: a restarted slurmctld sends its records to slurmdbd later
+        copies, final, orphans = check_slurm(tb, SITES, str(summary["run_id"]), list(rows))
+        lost, duplicated = judge({j: r["state"] for j, r in rows.items()}, copies, final, ())
+        if not (lost or duplicated or orphans) or time.monotonic() > deadline:
+            break
+        time.sleep(2)
     assert len(rows) == JOBS and not lost and not duplicated and not orphans, (
         f"lost {lost}, duplicated {duplicated}, orphans {orphans}")
     return {job: row["cluster"] for job, row in rows.items()}
