@@ -2,14 +2,18 @@
 
 ``malleable submit --mpi`` starts it in the batch script, next to ``mpirun``, on the
 batch host (``python3 -m malleable.site.agent --service HOST:PORT --site S --job ID
---run-dir D``). It connects to the site service over TCP and proves with MUNGE that it
+--run-dir D``); on an OAR site, ``malleable submit --service`` of a job whose ``--max``
+is above its ``--min`` starts it with ``--oar`` beside the user's command, on the base
+job's first node. It connects to the site service over TCP and proves with MUNGE that it
 runs as the job's owner (the protocol is in :mod:`malleable.site.channel`). Then it
 carries out the service's requests on the run directory, as the user:
 
 ``read``   a file of the run directory (on the batch host or, by ``ssh``, on a node);
 ``write``  a file of the run directory, atomically (temporary name, then rename);
 ``stage``  copy the program from the batch host to a node's run directory; its host name;
-``ps``     command lines of the run's processes on a node.
+``ps``     command lines of the run's processes on a node;
+``extend``, ``release`` (OAR sites only, ``--oar``): extension jobs of this job, submitted
+           and deleted as the user (:mod:`malleable.site.oaragent`).
 
 Paths outside the run directory are refused, so the service can never make the agent
 touch anything else of the user's. When the connection drops (the service restarted),
@@ -30,6 +34,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from malleable.site.oaragent import OarOps, start_files
 
 logger = logging.getLogger("malleable.site.agent")
 
@@ -74,11 +80,12 @@ class Agent:
     """Serves the service's requests on one run directory (see the module docstring)."""
 
     def __init__(self, run_dir: str, program: str, here: str, python_ssh: Sequence[str] = ("ssh",
-                 "-o", "BatchMode=yes")) -> None:
+                 "-o", "BatchMode=yes"), oar: OarOps | None = None) -> None:
         self.run_dir = os.path.normpath(run_dir)
         self.program = program
         self.here = here
         self.ssh = list(python_ssh)
+        self.oar = oar
 
     def inside(self, path: str) -> str:
         """``path`` if it lies in the run directory; ValueError otherwise."""
@@ -106,6 +113,10 @@ class Agent:
                 return {"text": self.stage(node)}
             if op == "ps":
                 return {"lines": self.ps(node)}
+            if self.oar is not None:
+                reply = self.oar.handle(op, request)
+                if reply is not None:
+                    return reply
         except (KeyError, ValueError, OSError, subprocess.SubprocessError) as exc:
             return {"error": f"{type(exc).__name__}: {exc}"}
         return {"error": f"unknown op {op!r}"}
@@ -211,11 +222,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--site", required=True)
     parser.add_argument("--job", type=int, required=True)
     parser.add_argument("--run-dir", required=True)
-    parser.add_argument("--program", required=True)
+    parser.add_argument("--program", default="")
+    parser.add_argument("--oar", action="store_true",
+                        help="an OAR job: serve extend and release, keep the size files")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="malleable-agent: %(message)s")
+    oar = None
+    if args.oar:
+        oar = OarOps(args.job)
+        start_files(args.run_dir)
     agent = Agent(args.run_dir, args.program, os.environ.get("SLURMD_NODENAME")
-                  or socket.gethostname())
+                  or socket.gethostname(), oar=oar)
     serve(agent, parse_address(args.service), args.site, args.job)
     return 0
 
