@@ -1,6 +1,7 @@
 """The site service on the fake OAR (and with the fake Slurm beside it): users' held tagged
 jobs resumed as ``oar`` through sudo, copies deleted, honest end states, bad tags logged
-once, untagged jobs left alone, no resize offered on OAR, one poll per cycle, restart."""
+once, untagged jobs left alone, no resize offered on OAR without the job's agent, one poll
+per cycle, restart."""
 
 from __future__ import annotations
 
@@ -113,7 +114,8 @@ def test_alice_s_held_job_is_resumed_as_oar_and_bob_s_job_left_alone(tmp_path: P
     assert alice.state == "Hold"
     service, driver = _open(tmp_path, sites)
     adapter = service.adapters["grid"]
-    assert isinstance(adapter, SiteOar) and adapter.capabilities == frozenset()
+    assert isinstance(adapter, SiteOar)
+    assert adapter.capabilities == {Capability.EXPAND, Capability.SHRINK}
     _cycle(driver)
     assert [*SUDO, "oarresume", str(alice.job_id)] in fake.calls
     assert alice.state == "Running" and len(alice.nodes) == 2
@@ -130,8 +132,9 @@ def test_alice_s_held_job_is_resumed_as_oar_and_bob_s_job_left_alone(tmp_path: P
     service.close()
 
 
-def test_nothing_offers_a_resize_on_oar(tmp_path: Path) -> None:
-    """Grow and shrink need the user's agent (not built): the policy sees the job rigid."""
+def test_without_its_agent_nothing_offers_a_resize_on_oar(tmp_path: Path) -> None:
+    """Grow and shrink need the user's agent (none connected here): the policy sees the
+    job rigid (tests/unit/test_site_oar_resize.py: with the agent)."""
     sites = Sites(nodes=6)
     fake = sites.oar["grid"]
     alice = _submit(fake, "alice", 1, 6, 1, sub="a1")
@@ -149,7 +152,6 @@ def test_nothing_offers_a_resize_on_oar(tmp_path: Path) -> None:
     adapter = service.adapters["grid"]
     assert adapter.offer_grow("alice:a1", 3) == 0
     assert adapter.request_shrink("alice:a1", 1, True) == 0
-    assert Capability.EXPAND not in adapter.capabilities
     service.close()
 
 

@@ -10,8 +10,9 @@ the job) connects to ``[service] channel = "HOST:PORT"``:
 4. at its next cycle the service decodes ``C`` with ``unmunge`` on site ``S`` (the
    site's munge key: a credential made on any of its hosts decodes there; munged
    refuses a replayed one) and accepts only when the payload is exactly that string and
-   the credential's user is the job's owner *as Slurm reports it* and the job is a
-   tagged ``--mpi`` job: ``{"ok": true}``; else ``{"error": ...}``, one log line
+   the credential's user is the job's owner *as Slurm (or OAR) reports it* and the job is
+   a tagged ``--mpi`` job (on OAR: a tagged malleable job, whose agent grows and shrinks
+   it, :mod:`malleable.site.oaragent`): ``{"ok": true}``; else ``{"error": ...}``, one log line
    (``event=channel_refused``) and the connection is closed;
 5. then the service sends requests (``{"id", "op", ...}``, see the agent) and the agent
    answers each (``{"id", ...}``).
@@ -157,7 +158,8 @@ class Registration:
 
 
 Owner = Callable[[str, int], "tuple[str, bool] | None"]
-"""(site, Slurm id) -> (owner, whether it is a tagged --mpi job), None if unknown;
+"""(site, Slurm or OAR id) -> (owner, whether the tagged job runs an agent: ``--mpi`` on
+Slurm, a malleable job on OAR), None if unknown;
 :class:`NotNow` when the site's queue is not known this cycle."""
 Verifier = Callable[[str, str], Decoded]
 """(site, credential) -> what unmunge says on that site."""
@@ -258,7 +260,8 @@ class ChannelServer:
         if known is None:
             reason = f"no tagged job {job} on site {site!r}"
         elif not known[1]:
-            reason = f"job {job} was not submitted with --mpi"
+            reason = (f"job {job} was not submitted with --mpi (Slurm) or with a size range "
+                      "(OAR): it has no agent")
         else:
             decoded = verify(site, reg.credential)
             if not decoded.ok:

@@ -17,12 +17,18 @@ states) with these differences:
   a placement at fewer nodes is refused (the policy defers the job, logged once), one at
   more is granted at that size. A copy of the same submission on another site is deleted
   with ``sudo -n -u oar oardel ID``, and so is a job the manager cancels.
-* **No resizes yet.** Grow and shrink on OAR need the job's own agent to submit and delete
-  extension jobs as the user (docs/notes/issue-15-serve-design.md, point 3), which is not
-  built: :attr:`capabilities` is empty, and the view shows the service's running jobs at
-  their fixed size (rigid), so no policy offers them a grow or asks a shrink.
-* **Nothing written.** The service never submits a job nor writes a file on the site (the
-  manager-run adapter writes its payload's size file; a user's job has no such file).
+* **Grow and shrink through the job's agent.** The extension jobs must belong to the
+  job's user, so the service asks the job's agent (:mod:`malleable.site.oaragent`,
+  MUNGE-authenticated on the application channel) to submit them (``extend``) and to
+  delete them (``release``). A job is offered resizes only while its agent is connected:
+  otherwise the view shows it at its fixed size (rigid). A grow waits (``grow_wait`` +
+  ``grow_wait_per_node`` per node) until OAR runs the new extensions; those still not
+  running are released and not counted. A shrink releases the newest extensions, never the
+  base job. The size is the base job's nodes plus its running extensions (``oarstat``),
+  and extensions left when the base job ends are deleted (``oardel`` as ``oar``). After
+  each change the agent writes the job's ``nodes`` and ``size`` files in its run directory.
+* **Nothing written** by the service itself: it submits no job and writes no file on the
+  site (the agent, as the user, does both for the user's own job).
 """
 
 from __future__ import annotations
@@ -36,10 +42,12 @@ from malleable.adapters.oar.cluster import OarCluster, _Mine
 from malleable.adapters.oar.ctl import Poll
 from malleable.adapters.oar.parse import OarJob
 from malleable.adapters.slurm.resize import ResizeResult
-from malleable.model import JobKind, JobSpec, RunningJob
-from malleable.resources import Capability
+from malleable.errors import ExternalError
+from malleable.model import JobKind, JobSpec, JobState, RunningJob
+from malleable.resources import Capability, JobEvent
 from malleable.site.adapter import Found
-from malleable.site.channel import ChannelServer
+from malleable.site.channel import ChannelError, ChannelServer, Session
+from malleable.site.oaragent import extension_name, size_text
 from malleable.site.oarjobs import OarTagged, discover
 
 logger = logging.getLogger(__name__)
@@ -52,7 +60,8 @@ OAR_USER = "oar"
 class SiteOar(OarCluster):
     """An OAR site of the site service (see the module docstring)."""
 
-    capabilities: frozenset[Capability] = frozenset()
+    capabilities: frozenset[Capability] = frozenset({Capability.SHRINK, Capability.EXPAND})
+    """Declared for the site; a job is resized only while its agent is connected."""
     account: str = ""
     """The service's OAR user (default: this process's user); its own jobs are not users'."""
     found: dict[int, Found] = field(default_factory=dict)
@@ -62,10 +71,12 @@ class SiteOar(OarCluster):
     placements: int = 0
     """Held copies resumed since the service last counted them."""
     channel: ChannelServer | None = None
-    """Kept for the service's sake: no job of an OAR site uses the channel yet."""
+    """The application channel: the jobs' agents (None: no job is ever resized)."""
     resizes: list[ResizeResult] = field(default_factory=list)
-    """Always empty: the service does not resize OAR jobs yet."""
+    """Always empty: OAR resizes are answered at once (no pending answers)."""
     _too_small: set[str] = field(default_factory=set)
+    _no_agent: set[str] = field(default_factory=set)
+    """Jobs whose missing agent was logged (once)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -111,9 +122,10 @@ class SiteOar(OarCluster):
             del self.ignored[oar_id]
 
     def _running(self, job: OarJob, mine: _Mine | None) -> RunningJob:
-        """A running job; the service's own at its fixed size (nothing resizes it here)."""
+        """A running job; the service's own at its fixed size unless its agent is connected
+        (nothing else can resize it)."""
         entry = super()._running(job, mine)
-        if not entry.managed:
+        if not entry.managed or (mine is not None and self._session(mine) is not None):
             return entry
         size = entry.size
         fixed = replace(entry.spec, kind=JobKind.RIGID, min_size=size, max_size=size,
@@ -121,11 +133,42 @@ class SiteOar(OarCluster):
         return replace(entry, spec=fixed)
 
     def _adopt_orphans(self, poll: Poll) -> None:
-        """Nothing: the service submits no extension job (a user's job named like one
-        is not taken for one)."""
+        """Extension jobs of the service's jobs that the poll shows and that are not known
+        yet (an ``extend`` whose answer was lost, a restart): the job's user's jobs named
+        :func:`~malleable.site.oaragent.extension_name` of its base job."""
+        names = {extension_name(m.base): m for m in self._mine.values()
+                 if not m.finished and m.base is not None}
+        known = {e for m in self._mine.values() for e in (*m.extensions, *m.released)}
+        for job in poll.jobs:
+            mine = names.get(job.name)
+            if (mine is not None and job.owner == mine.spec.user and job.job_id not in known
+                    and not job.state.finished):
+                logger.info("event=extension_found site=%s job=%s oar_id=%d", self.name,
+                            mine.spec.id, job.job_id)
+                mine.extensions.append(job.job_id)
+                self._journal_extensions(mine, added=[job.job_id])
+
+    def _session(self, mine: _Mine) -> Session | None:
+        """The job's agent, if it is connected."""
+        if self.channel is None or mine.base is None:
+            return None
+        return self.channel.session(self.name, mine.base)
 
     def _tell_size(self, mine: _Mine, size: int) -> None:
-        """Nothing: a user's job has no size file (the service writes nothing)."""
+        """The agent writes the job's ``nodes`` and ``size`` files (no agent: nothing)."""
+        session = self._session(mine)
+        if session is None or mine.base is None:
+            return
+        try:
+            jobs = {j.job_id: j for j in self.ctl.jobs([mine.base, *mine.extensions])}
+            nodes = [n for i in (mine.base, *mine.extensions) if i in jobs
+                     and jobs[i].state_raw == "Running" for n in jobs[i].nodes]
+            listing, count = size_text(nodes)
+            session.call("write", path=f"{session.run_dir}/nodes", text=listing)
+            session.call("write", path=f"{session.run_dir}/size", text=count)
+        except (ChannelError, ExternalError) as exc:
+            logger.warning("event=size_not_told site=%s job=%s size=%d reason=%r", self.name,
+                           mine.spec.id, size, str(exc)[:200])
 
     # ------------------------------------------------------------ acting
 
@@ -165,6 +208,90 @@ class SiteOar(OarCluster):
                     copy.slurm_id, copy.nodes)
         return copy.nodes
 
+    def _agent_of(self, job_id: str) -> tuple[_Mine, Session] | None:
+        """A running malleable job of the service and its connected agent (None: no resize;
+        a missing agent is logged once)."""
+        mine = self._resizable(job_id)
+        if mine is None:
+            return None
+        session = self._session(mine)
+        if session is None:
+            if job_id not in self._no_agent:
+                self._no_agent.add(job_id)
+                logger.warning("event=oar_no_agent site=%s job=%s oar_id=%s reason='its agent "
+                               "has not connected: not resized'", self.name, job_id, mine.base)
+            return None
+        self._no_agent.discard(job_id)
+        return mine, session
+
+    def offer_grow(self, job_id: str, offer: int) -> int:
+        """Extension jobs through the job's agent (``extend``), waited on; those OAR does
+        not run in time are released and not counted. The nodes now running."""
+        found = self._agent_of(job_id) if offer > 0 else None
+        if found is None:
+            return 0
+        mine, session = found
+        accepted = mine.spec.accepts(mine.size, offer)
+        if accepted <= 0:
+            return 0
+        self._stale()
+        try:
+            new = [int(i) for i in session.call("extend", count=accepted).get("ids", ())]
+        except (ChannelError, ValueError, TypeError) as exc:
+            logger.warning("event=grow_failed site=%s job=%s reason=%r", self.name, job_id,
+                           str(exc)[:200])
+            return 0
+        self._journal_extensions(mine, added=new)  # before the wait: a restart may come
+        wait = self.grow_wait + self.grow_wait_per_node * len(new)
+        running = self._await_running(new, wait)
+        late = [e for e in new if e not in running]
+        if late:
+            self._release_late(session, mine, late, wait)
+        mine.extensions.extend(running)
+        if running:
+            mine.size += len(running)
+            self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, mine.size))
+        logger.info("event=grown site=%s job=%s oar_ids=%s size=%d", self.name, job_id,
+                    ",".join(map(str, running)), mine.size)
+        return len(running)
+
+    def _release_late(self, session: Session, mine: _Mine, late: list[int],
+                      wait: float) -> None:
+        logger.warning("event=grow_late site=%s job=%s late=%d of_wait=%.0f", self.name,
+                       mine.spec.id, len(late), wait)
+        try:
+            session.call("release", ids=late)
+        except ChannelError as exc:  # they must not stay: deleted as oar
+            logger.warning("event=release_failed site=%s job=%s reason=%r; deleting as oar",
+                           self.name, mine.spec.id, str(exc)[:200])
+            self.ctl.delete(late)
+        mine.released.extend(late)
+        self._journal_extensions(mine, released=late)
+
+    def request_shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
+        """Release the newest extension jobs through the agent (never the base job)."""
+        found = self._agent_of(job_id) if amount > 0 else None
+        if found is None:
+            return 0
+        mine, session = found
+        released = min(mine.spec.releases(mine.size, amount), len(mine.extensions))
+        if released <= 0:
+            return 0
+        self._stale()
+        gone = mine.extensions[-released:]
+        try:
+            session.call("release", ids=gone)
+        except ChannelError as exc:
+            logger.warning("event=shrink_failed site=%s job=%s reason=%r", self.name, job_id,
+                           str(exc)[:200])
+            return 0
+        self._released(mine, gone)
+        mine.size -= released
+        self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, mine.size))
+        logger.info("event=shrunk site=%s job=%s oar_ids=%s size=%d", self.name, job_id,
+                    ",".join(map(str, gone)), mine.size)
+        return released
+
     def cancel_copy(self, oar_id: int) -> None:
         """Delete a user's waiting copy placed on another site (``oardel`` as ``oar``)."""
         self._stale()
@@ -181,8 +308,16 @@ class SiteOar(OarCluster):
         return self.native_id(job_id)
 
     def owner(self, oar_id: int) -> tuple[str, bool] | None:
-        """None: no job of an OAR site has an application channel yet."""
-        return None
+        """A tagged job's owner (oarstat's) and whether it runs an agent (its range is not
+        a single size); None: not a tagged job of this site."""
+        found = self.found.get(oar_id)
+        if found is not None:
+            return found.user, found.tag.max_size > found.tag.min_size
+        mine = next((m for m in self._mine.values() if m.base == oar_id and not m.finished),
+                    None)
+        if mine is None or not mine.spec.user:
+            return None
+        return mine.spec.user, mine.spec.max_size > mine.spec.min_size
 
     def forget(self, job_ids: Iterable[str]) -> None:
         """Stop keeping finished jobs (the journal keeps them all)."""
@@ -192,4 +327,5 @@ class SiteOar(OarCluster):
             if mine is not None and mine.finished:
                 del self._mine[job_id]
             self._too_small.discard(job_id)
+            self._no_agent.discard(job_id)
         self.node_failures = [e for e in self.node_failures if e.get("job") not in gone]
