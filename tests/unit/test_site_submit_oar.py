@@ -4,6 +4,9 @@ name, on the fake OAR site (tests/fakes/oar.py); the clusters config choosing th
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,7 @@ from malleable.cli import main
 from malleable.config import SiteConfig, load_config
 from malleable.errors import ExternalError, InputError
 from malleable.site import tag as tags
-from malleable.site.submit import Submission, Target, oar_walltime, submit_to
+from malleable.site.submit import Submission, Target, oar_command, oar_walltime, submit_to
 from tests.fakes.oar import FakeOar
 from tests.fakes.scripted import RecordingRunner
 
@@ -175,3 +178,40 @@ def test_targets_follow_the_config_ssh_as_its_user_or_here(tmp_path: Path) -> No
     assert (vu.kind, vu.site, vu.clusters) == ("slurm", "vu", True)
     assert isinstance(far.runner, SSHRunner)
     assert (far.kind, far.user, far.clusters, far.timeout) == ("oar", "alice", False, 90.0)
+
+
+def test_a_malleable_job_with_the_service_runs_its_agent_beside_the_command() -> None:
+    fake = _grid()
+    submit_to(Submission(1, 3, ("./app", "x y"), service="grid-ctl:7461"), [_oar(fake)])
+    command = fake.calls[0][-1]
+    argv = shlex.split(command)
+    assert argv[:2] == ["sh", "-c"] and argv[3:] == ["malleable-job", "grid-ctl:7461", "grid",
+                                                     "./app", "x y"]
+    assert "python3 -m malleable.site.agent --oar" in argv[2]
+    for rigid in (Submission(2, 2, ("./app",), service="h:1"), Submission(1, 3, ("./app",))):
+        fake = _grid()
+        submit_to(rigid, [_oar(fake)])
+        assert fake.calls[0][-1] == "./app"  # no agent: placed, never resized
+    with pytest.raises(InputError, match="--service: service address 'nohost'"):
+        submit_to(Submission(1, 3, ("./app",), service="nohost"), [_oar(_grid())])
+
+
+def test_the_agent_wrapper_gives_the_command_its_size_and_keeps_its_exit_code(
+        tmp_path: Path) -> None:
+    """The wrapper run by a real shell, with the real agent (its service unreachable: it
+    keeps retrying until the command ends and the wrapper stops it)."""
+    command = oar_command(Submission(1, 3, ("sh", "-c", 'cat "$MALLEABLE_RUN_DIR/size" '
+                                            '"$MALLEABLE_RUN_DIR/nodes"; exit 3'),
+                                     service="127.0.0.1:9"), "grid")
+    nodefile = tmp_path / "nodefile"
+    nodefile.write_text("grid-n2\ngrid-n2\n")
+    env = {**os.environ, "HOME": str(tmp_path), "OAR_JOB_ID": "7",
+           "OAR_NODEFILE": str(nodefile),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    done = subprocess.run(["sh", "-c", command], env=env, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (3, "1\ngrid-n2\n")
+    run = tmp_path / ".malleable" / "oar-run" / "7"
+    assert "channel:" in (run / "agent.log").read_text()  # it tried to reach the service
+    ps = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True, check=True)
+    assert f"--run-dir {run}" not in ps.stdout  # the agent was stopped with the command

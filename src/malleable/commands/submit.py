@@ -24,7 +24,8 @@ def register(sub: Any) -> None:
                     "With --config, each --site is a table of that clusters config: an OAR "
                     "site (kind = \"oar\") gets oarsub --hold with the compact tag as the "
                     "job name (docs/oar.md: the service resumes it, at the size submitted; "
-                    "it does not grow or shrink OAR jobs yet). "
+                    "with --service, a job whose --max is above --min runs its agent beside "
+                    "COMMAND, through which the service grows and shrinks it). "
                     "The site service (`malleable manager serve`) releases it where and at the "
                     "size its policy chooses, then grows and shrinks it within [--min, --max]. "
                     "Prints the Slurm job id (with several --site: the service's id USER:SUB).",
@@ -53,8 +54,8 @@ def register(sub: Any) -> None:
                         "mpirun through the runner, its offers relayed by the service")
     p.add_argument("--service", metavar="HOST:PORT",
                    default=os.environ.get("MALLEABLE_SERVICE"),
-                   help="with --mpi: the site service's channel address (default: "
-                        "$MALLEABLE_SERVICE)")
+                   help="with --mpi, or a malleable job on an OAR site: the site service's "
+                        "channel address (default: $MALLEABLE_SERVICE)")
     p.add_argument("--iface", default="eth0", metavar="NAME",
                    help="with --mpi: the nodes' network interface for MPI (default eth0)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS...",

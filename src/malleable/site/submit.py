@@ -24,6 +24,10 @@ JSON. A site with a ``host`` is reached by SSH as the config's ``user`` (who mus
 submitting user: OAR and Slurm take the job's owner from the connection), one without
 runs the command here. A tag too long for OAR's job name (100 characters) is refused
 before anything is submitted; ``--mpi`` is not offered on OAR sites yet (issue 15).
+On an OAR site, a job whose ``--max`` is above its ``--min`` submitted with ``--service``
+runs the job's agent (:func:`oar_command`) beside the command, so that the service can grow
+and shrink it (extension jobs submitted and deleted by the agent, as the user); without
+``--service`` it runs the command alone and is placed but never resized.
 """
 
 from __future__ import annotations
@@ -66,7 +70,7 @@ class Submission:
     mpi: bool = False
     sites: tuple[str, ...] = ()
     service: str | None = None
-    """The service's channel ``HOST:PORT`` (``--mpi`` only)."""
+    """The service's channel ``HOST:PORT`` (``--mpi``, and malleable jobs on OAR sites)."""
     interface: str = "eth0"
     """The nodes' network interface for MPI (``--mpi`` only)."""
 
@@ -114,6 +118,11 @@ def check(sub: Submission) -> tags.UserTag:
             raise InputError(f"--site {site!r} is not a cluster name")
     if sub.mpi:
         _check_mpi(sub)
+    elif sub.service is not None:
+        try:
+            parse_address(sub.service)
+        except ValueError as exc:
+            raise InputError(f"--service: {exc}") from None
     return tag
 
 
@@ -246,8 +255,31 @@ def oarsub_options(sub: Submission, name: str) -> list[str]:
     return ["--hold", "-n", name, "-l", resources, *_OUTPUTS]
 
 
-def _oarsub(sub: Submission, name: str, target: Target) -> int:
+#: The command of a malleable job on OAR with its agent (``sh -c`` with the service's address,
+#: the site and the user's command as arguments): the run directory, the agent (it writes
+#: the ``size`` and ``nodes`` files first: the command starts once ``size`` exists, 10 s at
+#: most), the command, then the agent stopped and the command's exit code kept.
+_OAR_AGENT = (
+    'D="$HOME/.malleable/oar-run/$OAR_JOB_ID"; s=$1; t=$2; shift 2; mkdir -p "$D"; '
+    'export MALLEABLE_RUN_DIR="$D"; '
+    'python3 -m malleable.site.agent --oar --service "$s" --site "$t" --job "$OAR_JOB_ID" '
+    '--run-dir "$D" >>"$D/agent.log" 2>&1 & a=$!; i=0; '
+    'while [ ! -e "$D/size" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; '
+    '"$@"; rc=$?; kill "$a" 2>/dev/null; exit $rc')
+
+
+def oar_command(sub: Submission, site: str | None) -> str:
+    """The OAR job's command: the user's, each argument quoted; with the agent beside it for
+    a malleable job when the service's channel is given."""
     command = " ".join(shlex.quote(arg) for arg in sub.command)
+    if sub.service is None or sub.max_size <= sub.min_size:
+        return command
+    return " ".join(shlex.quote(arg) for arg in ("sh", "-c", _OAR_AGENT, "malleable-job",
+                                                 sub.service, site or "", *sub.command))
+
+
+def _oarsub(sub: Submission, name: str, target: Target) -> int:
+    command = oar_command(sub, target.site)
     try:
         (job_id, *_) = OarCtl(target.runner, target.timeout).submit(
             oarsub_options(sub, name), command)
