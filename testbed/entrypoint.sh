@@ -192,7 +192,7 @@ main() {
   local role=${1:?usage: testbed-entrypoint accounting|controller SITE|compute SITE NODE...|oar-server SITE NODE...|oar-node SITE}
   shift
   echo "$role $*" > /run/testbed-role
-  case "$role" in oar-*) ;; *) start_munge ;; esac
+  start_munge  # every role: Slurm authenticates with it, OAR jobs' agents (docs/oar.md)
   case "$role" in
     accounting) start_accounting ;;
     controller) start_controller "$@" ;;

@@ -2,7 +2,7 @@
 # Health of a testbed container, by role (see testbed-entrypoint): exit 0 when healthy.
 set -euo pipefail
 read -r role site nodes < /run/testbed-role
-case "$role" in oar-*) ;; *) pgrep -x munged >/dev/null ;; esac
+pgrep -x munged >/dev/null
 case "$role" in
   accounting)
     mariadb-admin --silent ping >/dev/null

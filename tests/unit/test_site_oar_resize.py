@@ -221,3 +221,23 @@ def test_the_owner_says_which_jobs_have_an_agent(tmp_path: Path) -> None:
     assert world.adapter.owner(bob.job_id) == ("bob", False)
     assert world.adapter.owner(999) is None
     world.service.close()
+
+
+def test_released_nodes_count_as_idle_while_oar_finishes_their_jobs(tmp_path: Path) -> None:
+    """Else the policy, still seeing them busy, shrinks the job again for the same waiting
+    job (seen on the testbed: 3 -> 2 -> 1 for a 2-node job on 4 nodes)."""
+    world = World(tmp_path)
+    world.fake.finishing = 5
+    alice = world.submit("alice", 1, 3, 1, sub="a1")
+    world.cycle(2)
+    world.connect(alice, "alice")
+    world.cycle(3)
+    assert world.adapter.observe().idle == 1
+    assert world.adapter.request_shrink("alice:a1", 1, False) == 1
+    (finishing,) = world.extensions(alice, "Finishing")
+    view = world.adapter.observe()
+    assert view.idle == 2 and view.running["alice:a1"].size == 2
+    world.adapter.released_idle = False  # the manager-run adapter's view
+    world.adapter.invalidate()
+    assert world.adapter.observe().idle == 1 and finishing.state == "Finishing"
+    world.service.close()

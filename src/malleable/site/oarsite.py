@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import getpass
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
@@ -62,6 +63,8 @@ class SiteOar(OarCluster):
 
     capabilities: frozenset[Capability] = frozenset({Capability.SHRINK, Capability.EXPAND})
     """Declared for the site; a job is resized only while its agent is connected."""
+    released_idle: bool = True
+    """Released extensions' nodes count as idle at once (see :class:`OarCluster`)."""
     account: str = ""
     """The service's OAR user (default: this process's user); its own jobs are not users'."""
     found: dict[int, Found] = field(default_factory=dict)
@@ -234,6 +237,7 @@ class SiteOar(OarCluster):
         accepted = mine.spec.accepts(mine.size, offer)
         if accepted <= 0:
             return 0
+        decided, began = time.time(), time.monotonic()
         self._stale()
         try:
             new = [int(i) for i in session.call("extend", count=accepted).get("ids", ())]
@@ -251,8 +255,9 @@ class SiteOar(OarCluster):
         if running:
             mine.size += len(running)
             self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, mine.size))
-        logger.info("event=grown site=%s job=%s oar_ids=%s size=%d", self.name, job_id,
-                    ",".join(map(str, running)), mine.size)
+        logger.info("event=grown site=%s job=%s oar_ids=%s size=%d decided=%.3f seconds=%.2f",
+                    self.name, job_id, ",".join(map(str, running)), mine.size, decided,
+                    time.monotonic() - began)
         return len(running)
 
     def _release_late(self, session: Session, mine: _Mine, late: list[int],
@@ -277,6 +282,7 @@ class SiteOar(OarCluster):
         released = min(mine.spec.releases(mine.size, amount), len(mine.extensions))
         if released <= 0:
             return 0
+        decided, began = time.time(), time.monotonic()
         self._stale()
         gone = mine.extensions[-released:]
         try:
@@ -288,8 +294,9 @@ class SiteOar(OarCluster):
         self._released(mine, gone)
         mine.size -= released
         self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, mine.size))
-        logger.info("event=shrunk site=%s job=%s oar_ids=%s size=%d", self.name, job_id,
-                    ",".join(map(str, gone)), mine.size)
+        logger.info("event=shrunk site=%s job=%s oar_ids=%s size=%d decided=%.3f seconds=%.2f",
+                    self.name, job_id, ",".join(map(str, gone)), mine.size, decided,
+                    time.monotonic() - began)
         return released
 
     def cancel_copy(self, oar_id: int) -> None:

@@ -130,6 +130,11 @@ class OarCluster:
     _abandoned: set[str] = field(default_factory=set)
     """Jobs let go of (:meth:`abandon`) whose OAR jobs may still be there."""
     _abandoned_lock: threading.Lock = field(default_factory=threading.Lock)
+    released_idle: bool = False
+    """Count the nodes of released extension jobs that OAR still lists (``Finishing``) as
+    idle: a job placed there waits in OAR's queue a moment, where a view that shows them
+    busy makes a policy shrink again for the same waiting job (the site service sets it:
+    its placement is an ``oarresume``, queued by OAR until the nodes are free)."""
     node_failures: list[dict[str, object]] = field(default_factory=list)
     """One entry per managed job found on dead nodes: its job, OAR job ids, the dead
     nodes, and what was done (``shed``: extensions deleted; ``failed``: its base job's node
@@ -198,7 +203,10 @@ class OarCluster:
 
     def _view(self, poll: Poll) -> ClusterView:
         usable = {n.address for n in poll.nodes if n.usable}
-        busy = {a for j in poll.jobs if j.holds_nodes for a in j.nodes}
+        freeing = {e for m in self._mine.values() for e in m.released} \
+            if self.released_idle else set()
+        busy = {a for j in poll.jobs if j.holds_nodes and j.job_id not in freeing
+                for a in j.nodes}
         held = {j.job_id: len(j.nodes) for j in poll.jobs if j.holds_nodes}
         # A job whose start is not reported yet claims the requested nodes it does not hold.
         claimed = 0
