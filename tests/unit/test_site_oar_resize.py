@@ -241,3 +241,31 @@ def test_released_nodes_count_as_idle_while_oar_finishes_their_jobs(tmp_path: Pa
     world.adapter.invalidate()
     assert world.adapter.observe().idle == 1 and finishing.state == "Finishing"
     world.service.close()
+
+
+def test_after_a_restart_the_extensions_are_the_job_s_again(tmp_path: Path) -> None:
+    """The journal (and the poll, by name and owner) gives the job its extensions back; its
+    agent connects again and a shrink releases a live one."""
+    world = World(tmp_path)
+    alice = world.submit("alice", 1, 3, 1, sub="a1")
+    world.cycle(2)
+    world.connect(alice, "alice")
+    world.cycle(3)
+    grown = sorted(j.job_id for j in world.extensions(alice))
+    assert len(grown) == 2
+    world.service.store.close()  # as after SIGKILL
+    again = World.__new__(World)
+    again.fake, again.tmp = world.fake, tmp_path
+    again.service = open_service(_config(tmp_path), lambda s: OarCtl(world.fake))
+    again.driver = driver_for(again.service)
+    again.channel = ChannelServer("127.0.0.1", 0)
+    adapter = again.service.adapters["grid"]
+    assert isinstance(adapter, SiteOar)
+    again.adapter, adapter.channel, adapter.sleep = adapter, again.channel, lambda s: None
+    again.cycle(2)
+    assert again.service.manager.records["alice:a1"].sizes[-1][1] == 3
+    session = again.connect(alice, "alice")
+    assert adapter.request_shrink("alice:a1", 1, False) == 1
+    assert session.requests[0] == {"op": "release", "ids": [grown[-1]]}
+    assert [world.fake.jobs[i].state for i in grown] == ["Running", "Error"]
+    again.service.close()
