@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from malleable.adapters.oar.ctl import OarCtl
+from malleable.adapters.shell import CommandTimeout
 from malleable.site.agent import Agent
 from malleable.site.oaragent import OarOps, extension_name, start_files
 from tests.fakes.oar import FakeOar, FakeOarJob
@@ -108,3 +109,21 @@ def test_start_files_tell_the_command_its_nodes(tmp_path: Path) -> None:
     assert (run / "nodes").read_text() == "n2\nn3\n"
     assert (run / "size").read_text() == "2\n"
     assert sorted(p.name for p in run.iterdir()) == ["nodes", "size"]
+
+
+def test_an_oar_command_that_overruns_is_an_error_reply_not_the_agent_s_end(
+        tmp_path: Path) -> None:
+    fake, base, _ = _alice()
+
+    class Slow:
+        def run(self, argv: list[str], timeout: float, **kw: object) -> object:
+            if argv[0] == "oarsub":
+                raise CommandTimeout(argv, timeout)
+            return fake.run(argv, timeout, **kw)  # type: ignore[arg-type]
+
+    fake.user = "alice"
+    agent = Agent(str(tmp_path), "", "n1", oar=OarOps(base.job_id, OarCtl(Slow()), "alice"))
+    reply = agent.handle({"op": "extend", "count": 1})
+    assert reply["error"].startswith("CommandTimeout: ") and len(fake.jobs) == 1
+    assert agent.handle({"op": "release", "ids": [base.job_id]})["error"].startswith(
+        "ValueError: release: ")

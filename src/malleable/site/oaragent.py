@@ -31,11 +31,17 @@ from typing import Any
 from malleable.adapters.oar.ctl import OarCtl
 from malleable.adapters.oar.payload import OarPayload
 from malleable.adapters.shell import LocalRunner
+from malleable.errors import ExternalError
 
 #: What an extension job's name starts with; the base job's OAR id follows.
 EXTENSION_PREFIX = "malleable+"
 #: Most extension jobs one ``extend`` may submit.
 MAX_EXTEND = 1000
+#: Seconds per OAR command of the agent: under the service's 60 s per request
+#: (:class:`~malleable.site.channel.Session`), so that a slow ``oarsub`` is answered as an
+#: error rather than left behind by the service (extensions OAR accepted anyway are found
+#: by name at the service's next poll).
+COMMAND_TIMEOUT = 45.0
 
 
 def extension_name(base: int) -> str:
@@ -59,15 +65,19 @@ class OarOps:
     """``extend`` and ``release`` for base job ``base`` (see the module docstring)."""
 
     base: int
-    ctl: OarCtl = field(default_factory=lambda: OarCtl(LocalRunner(), timeout=120.0))
+    ctl: OarCtl = field(default_factory=lambda: OarCtl(LocalRunner(), timeout=COMMAND_TIMEOUT))
     user: str = field(default_factory=getpass.getuser)
 
     def handle(self, op: object, request: dict[str, Any]) -> dict[str, Any] | None:
-        """The reply to an OAR request; None when ``op`` is not one."""
-        if op == "extend":
-            return {"ids": self.extend(request.get("count"))}
-        if op == "release":
-            return {"ids": self.release(request.get("ids"))}
+        """The reply to an OAR request (an OAR command that failed or overran is an error
+        reply, never the agent's end); None when ``op`` is not one."""
+        try:
+            if op == "extend":
+                return {"ids": self.extend(request.get("count"))}
+            if op == "release":
+                return {"ids": self.release(request.get("ids"))}
+        except ExternalError as exc:
+            return {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
         return None
 
     def extend(self, count: object) -> list[int]:
