@@ -120,12 +120,19 @@ def read_swf(path: str | Path, catalog: AppCatalog | None = None) -> SwfWorkload
     file that is not UTF-8 text or holds no job to simulate.
 
     Application names are checked against ``catalog`` (the standard one by default).
-    A leading UTF-8 byte-order mark is dropped.
+    A leading UTF-8 byte-order mark is dropped. A plain file (18 fields a line, ASCII) is
+    read by :func:`~malleable.workloads.swf_plain.read_plain`, vectorized, into the same
+    workload; any other file, and any file with an error, by :func:`parse_swf`.
     """
+    from malleable.workloads.swf_plain import read_plain  # it imports this module
+
     path = Path(path)
+    catalog = catalog if catalog is not None else standard_catalog()
     try:
-        with path.open(encoding="utf-8", newline="") as handle:  # BOM: parse_swf drops it
-            workload = parse_swf(_lines(handle), str(path), catalog)
+        workload = read_plain(path, catalog)
+        if workload is None:  # not a plain file read in full: line by line, as it was
+            with path.open(encoding="utf-8", newline="") as handle:  # BOM: dropped
+                workload = parse_swf(_lines(handle), str(path), catalog)
     except OSError as exc:
         raise InputError(f"cannot read workload: {exc.strerror or exc}",
                          source=str(path)) from None
@@ -169,7 +176,7 @@ def parse_swf(lines: Iterable[str], source: str = "<swf>",
             continue
         if line.startswith(";"):
             workload.header.append(line)
-            _header_line(line, apps, catalog, source, number)
+            header_line(line, apps, catalog, source, number)
             continue
         spec = _parse_line(line, apps, catalog, source, number, floats)
         if spec is None:
@@ -185,7 +192,7 @@ def parse_swf(lines: Iterable[str], source: str = "<swf>",
     return workload
 
 
-def _header_line(line: str, apps: dict[int, str], catalog: AppCatalog, source: str,
+def header_line(line: str, apps: dict[int, str], catalog: AppCatalog, source: str,
                  number: int) -> None:
     """Take in a ``; MalleableApp: N NAME`` line (NAME checked against ``catalog`` here,
     even if no job uses it); check ``; MalleableFormat: V``."""
