@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 from malleable.apps import standard_catalog
 from malleable.errors import InputError
 from malleable.workloads import swf, swf_plain
-from malleable.workloads.swf import SwfWorkload, parse_swf, read_swf
-from malleable.workloads.swf_plain import read_plain
+from malleable.workloads.swf import SwfWorkload, parse_swf, read_jobs, read_plain, read_swf
 
 FIELDS = ["1", "0", "-1", "300", "4", "-1", "-1", "4", "600", "-1", "1", "7", "3", "-1", "-1",
           "-1", "-1", "-1"]
@@ -233,3 +232,54 @@ def test_skipped_jobs_are_counted_and_logged_once(tmp_path: Path,
 def test_a_file_without_jobs_is_refused(tmp_path: Path, text: str, message: str) -> None:
     path = write(tmp_path, text)
     assert read(path) == f"error: {path}: {message}"
+
+
+def _trace(tmp_path: Path, n: int = 40) -> Path:
+    """A plain trace with equal submit times out of file order, skipped jobs and users."""
+    lines = ["; Version: 2.2"]
+    for i in range(1, n + 1):
+        submit = (n - i) // 3 * 10  # descending, three jobs a time: ties keep file order
+        runtime = -1 if i % 7 == 0 else 60 * i
+        lines.append(line(f1=str(i), f2=str(submit), f4=str(runtime), f8=str(1 + i % 4),
+                          f9="-1" if i % 5 == 0 else "900", f12=str(i % 3 - 1),
+                          f13=str(i % 2)))
+    return write(tmp_path, "\n".join(lines) + "\n")
+
+
+def test_a_table_makes_the_jobs_of_the_line_reader(tmp_path: Path) -> None:
+    path = _trace(tmp_path)
+    trace = swf_plain.read_table(path, CATALOG, swf._LIMITS[18], swf.header_line)
+    assert trace is not None
+    table, skipped, header = trace
+    expected = parse_swf(path.read_text().splitlines(), str(path), CATALOG)
+    assert (skipped, header) == (expected.skipped, expected.header) == (5, ["; Version: 2.2"])
+    assert len(table) == 35 and repr(table.batch(0, 35)) == repr(expected.jobs)
+    assert repr(table.batch(10, 13)) == repr(expected.jobs[10:13])
+    assert table.first_submit == 130.0 and swf_plain.JobTable(
+        table._rows[:0]).first_submit == 0.0
+
+
+def test_read_jobs_gives_a_plain_trace_in_submit_order(tmp_path: Path,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    path = _trace(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="malleable.workloads.swf"):
+        table = read_jobs(path)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path}: skipped 5 jobs with unknown run time or size"]
+    assert isinstance(table, swf_plain.JobTable)
+    ordered = sorted(read_swf(path).jobs, key=lambda j: j.submit_time)  # stable, as simulate
+    assert repr(table.batch(0, len(table))) == repr(ordered)
+    assert table.first_submit == ordered[0].submit_time == 0.0
+
+
+def test_read_jobs_leaves_any_other_file_to_read_swf(tmp_path: Path) -> None:
+    malleable = write(tmp_path, "; MalleableFormat: 1\n; MalleableApp: 1 ft\n"
+                      + line() + " 2 1 8 -1 1\n")
+    assert read_jobs(malleable) == read_swf(malleable).jobs
+    for text, message in [(line(f4="-1") + "\n", "no jobs to simulate"),
+                          (line() + "\n" + line() + "\n", "job number 1 appears twice")]:
+        path = write(tmp_path, text, "bad.swf")
+        with pytest.raises(InputError, match=message):
+            read_jobs(path)
+    with pytest.raises(InputError, match="cannot read workload"):
+        read_jobs(tmp_path / "missing.swf")

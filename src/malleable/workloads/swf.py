@@ -34,10 +34,14 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from malleable.apps import AppCatalog, standard_catalog
 from malleable.errors import InputError, read_text
 from malleable.model import JobKind, JobSpec, SizeRule
+
+if TYPE_CHECKING:
+    from malleable.workloads.swf_plain import JobTable
 
 logger = logging.getLogger(__name__)
 
@@ -124,8 +128,6 @@ def read_swf(path: str | Path, catalog: AppCatalog | None = None) -> SwfWorkload
     read by :func:`~malleable.workloads.swf_plain.read_plain`, vectorized, into the same
     workload; any other file, and any file with an error, by :func:`parse_swf`.
     """
-    from malleable.workloads.swf_plain import read_plain  # it imports this module
-
     path = Path(path)
     catalog = catalog if catalog is not None else standard_catalog()
     try:
@@ -141,6 +143,44 @@ def read_swf(path: str | Path, catalog: AppCatalog | None = None) -> SwfWorkload
         raise
     _check_not_empty(workload, str(path))
     return workload
+
+
+def read_plain(path: Path, catalog: AppCatalog) -> SwfWorkload | None:
+    """The workload of the plain SWF file at ``path`` read by
+    :func:`~malleable.workloads.swf_plain.read_table` (vectorized), or None when that
+    reader does not take the file in full (:func:`parse_swf` then reads it)."""
+    from malleable.workloads.swf_plain import read_table  # numpy: only when a file is read
+
+    trace = read_table(path, catalog, _LIMITS[18], header_line)
+    if trace is None:
+        return None
+    table, skipped, header = trace
+    _warn_skipped(str(path), skipped)
+    return SwfWorkload(table.batch(0, len(table)), skipped, header)
+
+
+def read_jobs(path: str | Path, catalog: AppCatalog | None = None
+              ) -> list[JobSpec] | JobTable:
+    """The jobs of :func:`read_swf` for a simulation: a plain file's as a
+    :class:`~malleable.workloads.swf_plain.JobTable` in submit order (each job made when
+    it is due), any other file's as :func:`read_swf` gives them (its errors too)."""
+    from malleable.workloads.swf_plain import read_table
+
+    path = Path(path)
+    catalog = catalog if catalog is not None else standard_catalog()
+    try:
+        trace = read_table(path, catalog, _LIMITS[18], header_line)
+    except OSError:
+        trace = None  # read_swf says what it is
+    if trace is None or not len(trace[0]):  # no job: read_swf says why
+        return read_swf(path, catalog).jobs
+    _warn_skipped(str(path), trace[1])
+    return trace[0].in_submit_order()
+
+
+def _warn_skipped(source: str, skipped: int) -> None:
+    if skipped:
+        logger.warning("%s: skipped %d jobs with unknown run time or size", source, skipped)
 
 
 def _check_not_empty(workload: SwfWorkload, source: str) -> None:
@@ -186,9 +226,7 @@ def parse_swf(lines: Iterable[str], source: str = "<swf>",
             raise InputError(f"job number {spec.id} appears twice", source=source, line=number)
         seen.add(spec.id)
         workload.jobs.append(spec)
-    if workload.skipped:
-        logger.warning("%s: skipped %d jobs with unknown run time or size", source,
-                       workload.skipped)
+    _warn_skipped(source, workload.skipped)
     return workload
 
 

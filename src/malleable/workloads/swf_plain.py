@@ -27,54 +27,132 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
-import numpy.typing as npt
 
 from malleable.apps import AppCatalog
 from malleable.errors import InputError
 from malleable.model import JobKind, JobSpec, SizeRule
-from malleable.workloads.swf import BOUNDS, SwfWorkload, header_line, logger
 
-BLOCK_BYTES = 1 << 22
-"""Bytes read at a time (a block ends at a line end): at 1M jobs, the text and the
-numbers of a block are a few MiB, not the whole file's ~60 + ~140 MiB."""
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    Floats = npt.NDArray[np.float64]
+
+#: :func:`malleable.workloads.swf.header_line`: (line, apps, catalog, source, number).
+HeaderCheck = Callable[[str, dict[int, str], AppCatalog, str, int], None]
+#: A field's bound as :mod:`~malleable.workloads.swf` lists them: (index from 0, low, high,
+#: whole numbers only, -1 allowed).
+Limit = tuple[int, int, int, bool, bool]
+
+BLOCK_BYTES = 1 << 18
+"""Bytes read at a time (a block ends at a line end): the text and numbers of a block
+are a few MiB at most (4 MiB blocks: +20 MiB peak on a 100k-job read; 256 KiB: +1 MiB,
+no slower)."""
 
 _FIELDS = 18
+#: The fields a job is made of, as the columns of a :class:`JobTable`: number, submit
+#: time, run time, size (field 8, or 5 when 8 is -1: set by the reader), wall time, user,
+#: group.
+_COLUMNS = [0, 1, 3, 7, 8, 11, 12]
 _UNSAFE = b"\r\x0b\x0c\x1c\x1d\x1e\x1f"  # after \r\n -> \n
 _HEADER = re.compile(rb"^[ \t]*;.*$", re.MULTILINE)
 _NUMBER_BYTES = b"0123456789+-.eE \t\n"
 _WHOLE_BYTES = b"0123456789- \t\n"
-
-Floats = npt.NDArray[np.float64]
 
 
 class _NotPlain(Exception):
     """The file is not one this reader vouches for: read it line by line."""
 
 
-def read_plain(path: Path, catalog: AppCatalog) -> SwfWorkload | None:
-    """The workload of the plain SWF file at ``path``, or None (see the module)."""
-    workload = SwfWorkload([])
-    apps: dict[int, str] = {}
-    ids: list[npt.NDArray[np.int64]] = []
+def read_table(path: Path, catalog: AppCatalog, bounds: Sequence[Limit],
+               header: HeaderCheck) -> tuple[JobTable, int, list[str]] | None:
+    """The jobs of the plain SWF file at ``path`` as a :class:`JobTable` in file order,
+    the number of jobs skipped and the header lines, or None (see the module).
+
+    ``bounds`` and ``header`` are :mod:`~malleable.workloads.swf`'s field bounds and header
+    check (passed in: that module imports this one)."""
+    state = _State(catalog, str(path), tuple(bounds), header)
+    rows: list[Floats] = []
     try:
         with path.open("rb") as handle:
             for first, block in _blocks(handle):
-                ids.append(_take_block(block, first, workload, apps, catalog, str(path)))
+                rows.append(_take_block(block, first, state))
     except _NotPlain:
         return None
-    if ids:
-        every = np.concatenate(ids)
-        if np.unique(every).size != every.size:
-            return None
-    if workload.skipped:
-        logger.warning("%s: skipped %d jobs with unknown run time or size", str(path),
-                       workload.skipped)
-    return workload
+    table = JobTable(np.concatenate(rows) if rows else np.empty((0, len(_COLUMNS))))
+    if not table.unique():
+        return None
+    return table, state.skipped, state.header
+
+
+@dataclass
+class _State:
+    """What a read carries from block to block."""
+
+    catalog: AppCatalog
+    source: str
+    bounds: tuple[Limit, ...]
+    check_header: HeaderCheck
+    apps: dict[int, str] = field(default_factory=dict)
+    header: list[str] = field(default_factory=list)
+    skipped: int = 0
+
+
+class JobTable:
+    """Rigid ``fixed`` jobs, checked (by the reader: :func:`~malleable.sim.run.check_jobs`
+    would find nothing), held as a compact array of numbers (56 bytes a job, not a
+    ``JobSpec``'s ~300); each :class:`JobSpec` is made when :meth:`batch` is asked for it,
+    as :func:`~malleable.workloads.swf.parse_swf` makes it, field for field.
+
+    A simulation takes its jobs from :meth:`in_submit_order`'s table a batch at a time
+    (:class:`~malleable.sim.run.JobBatches`), so only the jobs due soon exist as objects.
+    """
+
+    __slots__ = ("_names", "_rows")
+
+    def __init__(self, rows: Floats) -> None:
+        self._rows = rows  # one row a job: the columns of _COLUMNS
+        codes = np.unique(rows[:, 5:7].astype(np.int64)).tolist()
+        self._names = {code: str(code) if code >= 0 else "" for code in codes}
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def unique(self) -> bool:
+        """Whether no job number appears twice."""
+        numbers = self._rows[:, 0]
+        return bool(np.unique(numbers).size == numbers.size)
+
+    def in_submit_order(self) -> JobTable:
+        """The same jobs sorted by submit time, the file's order kept among equal times
+        (as ``sorted`` does)."""
+        order = np.argsort(self._rows[:, 1], kind="stable")
+        return JobTable(self._rows[order])
+
+    @property
+    def first_submit(self) -> float:
+        """The first job's submit time (0.0 without jobs)."""
+        return float(self._rows[0, 1]) if len(self._rows) else 0.0
+
+    def batch(self, start: int, stop: int) -> list[JobSpec]:
+        """The jobs ``start`` to ``stop`` (excluded) as :class:`JobSpec` values.
+
+        ``fixed`` takes any size (:class:`AppCatalog` reserves the name). The arguments
+        are positional, in the order of :class:`JobSpec`'s fields (a third faster than by
+        keyword); ``JobSpec`` still checks each job."""
+        part = self._rows[start:stop]
+        whole = part[:, (0, 3, 5, 6)].astype(np.int64)
+        rigid, anything, names = JobKind.RIGID, SizeRule.ANY, self._names
+        return [JobSpec(str(number), rigid, n, n, n, submit, "fixed", runtime, None, anything,
+                        walltime if walltime > 0 else None, names[user], names[group])
+                for (number, n, user, group), submit, runtime, walltime in zip(
+                    whole.tolist(), part[:, 1].tolist(), part[:, 2].tolist(),
+                    part[:, 4].tolist(), strict=True)]
 
 
 def _blocks(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
@@ -97,31 +175,34 @@ def _blocks(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
             return
 
 
-def _take_block(block: bytes, first: int, workload: SwfWorkload, apps: dict[int, str],
-                catalog: AppCatalog, source: str) -> npt.NDArray[np.int64]:
-    """Add the jobs of ``block`` (its first line is line ``first``) to ``workload``; the
-    numbers of the jobs taken."""
+def _take_block(block: bytes, first: int, state: _State) -> Floats:
+    """The rows (:data:`_COLUMNS`) of the jobs of ``block``, its first line ``first``;
+    its header lines and skipped jobs counted in ``state``."""
     data = block
     if b";" in block:
-        data = _take_header(block, first, workload, apps, catalog, source)
+        data = _take_header(block, first, state)
     values = _numbers(data)
     if values is None:
-        return np.empty(0, dtype=np.int64)
-    _check(values)
-    return _add_jobs(values, workload)
+        return np.empty((0, len(_COLUMNS)))
+    _check(values, state.bounds)
+    size = np.where(values[:, 7] > 0, values[:, 7], values[:, 4])
+    keep = (values[:, 3] >= 0) & (size > 0)  # else skipped, as parse_swf skips them
+    state.skipped += int(keep.size - np.count_nonzero(keep))
+    rows = values[:, _COLUMNS][keep]
+    rows[:, 3] = size[keep]
+    return rows
 
 
-def _take_header(block: bytes, first: int, workload: SwfWorkload, apps: dict[int, str],
-                 catalog: AppCatalog, source: str) -> bytes:
+def _take_header(block: bytes, first: int, state: _State) -> bytes:
     """The data lines of ``block``; its ``;`` lines checked and kept as parse_swf does."""
     number, counted = first, 0
     for match in _HEADER.finditer(block):
         number += block.count(b"\n", counted, match.start())
         counted = match.start()
         line = match.group().decode("ascii").strip()
-        workload.header.append(line)
+        state.header.append(line)
         try:
-            header_line(line, apps, catalog, source, number)
+            state.check_header(line, state.apps, state.catalog, state.source, number)
         except InputError:  # parse_swf reports it, after any error on an earlier line
             raise _NotPlain from None
     return _HEADER.sub(b"", block)
@@ -144,45 +225,16 @@ def _numbers(data: bytes) -> Floats | None:
     return values.astype(np.float64, copy=False)
 
 
-def _check(values: Floats) -> None:
+def _check(values: Floats, bounds: tuple[Limit, ...]) -> None:
     """_NotPlain unless every number is finite and every used field within its bound."""
     if not np.isfinite(values).all():
         raise _NotPlain
-    for bound in BOUNDS:
-        column = values[:, bound.field - 1]
-        ok = (column >= bound.low) & (column <= bound.high)
-        if bound.whole:
+    for index, low, high, whole, unknown in bounds:
+        column = values[:, index]
+        ok = (column >= low) & (column <= high)
+        if whole:
             ok &= column == np.floor(column)
-        if bound.unknown:
+        if unknown:
             ok |= column == -1
         if not ok.all():
             raise _NotPlain
-
-
-def _add_jobs(values: Floats, workload: SwfWorkload) -> npt.NDArray[np.int64]:
-    """Append the rigid ``fixed`` jobs of ``values`` as :func:`parse_swf` makes them (a
-    job with an unknown run time or size is counted as skipped); their numbers.
-
-    ``fixed`` takes any size (:class:`AppCatalog` reserves the name). The arguments are
-    positional, in the order of :class:`JobSpec`'s fields (a third faster than by
-    keyword); ``JobSpec`` still checks each job."""
-    size = np.where(values[:, 7] > 0, values[:, 7], values[:, 4])
-    keep = (values[:, 3] >= 0) & (size > 0)
-    workload.skipped += int(keep.size - np.count_nonzero(keep))
-    rows = values[keep]
-    numbers = rows[:, 0].astype(np.int64)
-    rigid, anything, jobs = JobKind.RIGID, SizeRule.ANY, workload.jobs
-    for number, submit, runtime, n, walltime, user, group in zip(
-            numbers.tolist(), rows[:, 1].tolist(), rows[:, 3].tolist(),
-            size[keep].astype(np.int64).tolist(), rows[:, 8].tolist(), _names(rows[:, 11]),
-            _names(rows[:, 12]), strict=True):
-        jobs.append(JobSpec(str(number), rigid, n, n, n, submit, "fixed", runtime, None,
-                            anything, walltime if walltime > 0 else None, user, group))
-    return numbers
-
-
-def _names(column: Floats) -> list[str]:
-    """A user or group column as parse_swf writes it: the number, or "" for -1."""
-    numbers, where = np.unique(column.astype(np.int64), return_inverse=True)
-    names = np.array([str(n) if n >= 0 else "" for n in numbers.tolist()], dtype=object)
-    return cast(list[str], names[where].tolist())
