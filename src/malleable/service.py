@@ -45,7 +45,7 @@ from malleable.metrics.summary import (
 from malleable.model import DAS3, Cluster, JobSpec, JobState, Operation
 from malleable.policies.registry import PolicySpec, factory
 from malleable.realtime import RealtimeDriver
-from malleable.sim.run import SimConfig, SimResult, check_jobs, simulate
+from malleable.sim.run import JobBatches, SimConfig, SimResult, check_jobs, simulate
 from malleable.store import Resumed, RunInfo, Store, resume
 from malleable.workloads.load import load_workload
 from malleable.workloads.swf import write_swf
@@ -154,18 +154,21 @@ def _settings(policy: PolicySpec, config: SimConfig) -> dict[str, Any]:
     return out
 
 
-def stream_simulation(jobs: list[JobSpec], clusters: Sequence[Cluster], policy: PolicySpec,
-                      config: SimConfig, out: Path | None = None) -> dict[str, Any]:
+def stream_simulation(jobs: list[JobSpec] | JobBatches, clusters: Sequence[Cluster],
+                      policy: PolicySpec, config: SimConfig,
+                      out: Path | None = None) -> dict[str, Any]:
     """:func:`run_simulation` in the memory of the live jobs only, its summary: ``jobs``
-    is consumed (emptied), each job's row of ``out/jobs.csv`` (with ``out``) is written
-    once it and the jobs submitted before it have ended, and the summary is made from
-    running totals (:class:`~malleable.metrics.summary.RunningSummary`). The outputs are
-    the same as :func:`run_simulation`'s and :func:`write_outputs`'s, byte for byte
-    (``summary.json`` is left to the caller: it adds to the summary)."""
+    is consumed (a list is emptied; batches are taken as they fall due), each job's row
+    of ``out/jobs.csv`` (with ``out``) is written once it and the jobs submitted before it
+    have ended, and the summary is made from running totals
+    (:class:`~malleable.metrics.summary.RunningSummary`). The outputs are the same as
+    :func:`run_simulation`'s and :func:`write_outputs`'s, byte for byte (``summary.json``
+    is left to the caller: it adds to the summary)."""
     built = policy.build()
     totals = RunningSummary()
     if out is None:
-        result = simulate(jobs, clusters, built, config, sink=totals.add, consume=True)
+        result = simulate(jobs, clusters, built, config, sink=totals.add,
+                          consume=isinstance(jobs, list))
     else:
         with (output_dir(out) / "jobs.csv").open("w", newline="", encoding="utf-8") as handle:
             writer = RecordWriter(handle)
@@ -174,7 +177,8 @@ def stream_simulation(jobs: list[JobSpec], clusters: Sequence[Cluster], policy: 
                 writer.add(record, grows, shrinks)
                 totals.add(record, grows, shrinks)
 
-            result = simulate(jobs, clusters, built, config, sink=both, consume=True)
+            result = simulate(jobs, clusters, built, config, sink=both,
+                              consume=isinstance(jobs, list))
     summary = totals.summary(result.makespan, result.utilization)
     summary.update(totals.mechanism(_policy_counts(built)))
     summary.update(_settings(policy, config))

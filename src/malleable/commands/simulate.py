@@ -72,13 +72,13 @@ def run(args: argparse.Namespace) -> int:
     from malleable.metrics.summary import jsonable
     from malleable.service import platform, stream_simulation, write_summary_json
     from malleable.sim.run import collector_eased
-    from malleable.workloads.load import load_workload
+    from malleable.workloads.load import simulation_workload
 
     policy = policy_from_args(args)
     clusters = platform(args.platform)
     config = _config(args)
     with collector_eased(paused=True):  # a million JobSpecs and no cycle: no pass needed
-        jobs = load_workload(args.workload, args.seed)
+        jobs = simulation_workload(args.workload, args.seed)
     # Each job's record is written and dropped once it has ended (the memory of the live
     # jobs only: a million-job trace); the summary comes from running totals.
     summary = stream_simulation(jobs, clusters, policy, config, args.out)

@@ -8,10 +8,11 @@ with ``poll_interval``, periodically, as a real manager polls).
 from __future__ import annotations
 
 import gc
+from collections import deque
 from collections.abc import Callable, Iterator, MutableSequence, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Protocol, cast
 
 from malleable.apps import AppCatalog, standard_catalog
 from malleable.errors import InputError
@@ -83,12 +84,13 @@ def check_jobs(jobs: Sequence[JobSpec], catalog: AppCatalog | None = None) -> No
 RecordSink = Callable[[JobRecord, int, int], None]
 
 
-def simulate(jobs: Sequence[JobSpec], clusters: Sequence[Cluster], policy: Policy,
-             config: SimConfig = SimConfig(), *,
+def simulate(jobs: Sequence[JobSpec] | JobBatches, clusters: Sequence[Cluster],
+             policy: Policy, config: SimConfig = SimConfig(), *,
              catalog: AppCatalog | None = None, sink: RecordSink | None = None,
              consume: bool = False) -> SimResult:
-    """Simulate ``jobs`` (any order) on ``clusters`` under ``policy``, their applications
-    modelled by ``catalog`` (the standard one by default).
+    """Simulate ``jobs`` (any order; or :class:`JobBatches`, checked and in submit order)
+    on ``clusters`` under ``policy``, their applications modelled by ``catalog`` (the
+    standard one by default).
 
     With a ``sink``, the run keeps memory for the live jobs only: each job's record is
     handed to ``sink`` (with its grow and shrink counts) once it and every job submitted
@@ -98,14 +100,8 @@ def simulate(jobs: Sequence[JobSpec], clusters: Sequence[Cluster], policy: Polic
     is emptied once sorted, so that each job's spec is dropped when its record is.
     """
     catalog = catalog if catalog is not None else standard_catalog()
-    check_jobs(jobs, catalog)
-    # The specs of handed-over jobs become None (with a sink): the list does not keep them.
-    ordered = cast(list[JobSpec | None], sorted(jobs, key=lambda j: j.submit_time))
-    start = ordered[0].submit_time if ordered and ordered[0] is not None else 0.0
-    if consume:
-        if sink is None or not isinstance(jobs, MutableSequence):
-            raise ValueError("consume needs a sink and a list of jobs")
-        del jobs[:]
+    source = _source(jobs, catalog, sink, consume)
+    start = source.first_submit
     engine = Engine(0.0)
     if config.model is not None and config.model.active:
         catalog = config.model.catalog(catalog)
@@ -113,8 +109,8 @@ def simulate(jobs: Sequence[JobSpec], clusters: Sequence[Cluster], policy: Polic
     manager = Manager(policy, sims, max_tries=config.max_tries)
     background = (BackgroundLoad(config.background, list(sims.values()), config.seed)
                   if config.background else None)
-    submitted = _feed(engine, manager, ordered)
-    handed = _Handover(manager, ordered, submitted, sink) if sink is not None else None
+    feed = _Feed(engine, manager, source, keep=sink is not None)
+    handed = _Handover(manager, feed.kept, sink) if sink is not None else None
 
     def on_step(now: float) -> bool:
         if background is not None:
@@ -128,7 +124,7 @@ def simulate(jobs: Sequence[JobSpec], clusters: Sequence[Cluster], policy: Polic
             background.start_waiting()
         if handed is not None:
             handed.step()
-        return manager.unfinished > 0 or submitted[0] < len(ordered)
+        return manager.unfinished > 0 or feed.submitted < len(source)
 
     if config.poll_interval:
         _poll(engine, config.poll_interval)
@@ -142,6 +138,61 @@ def simulate(jobs: Sequence[JobSpec], clusters: Sequence[Cluster], policy: Polic
     timelines = {n: s.timeline for n, s in sims.items() if s.timeline is not None}
     return SimResult(list(manager.records.values()), manager.operations, tuple(clusters),
                      start, end, area, timelines)
+
+
+def _source(jobs: Sequence[JobSpec] | JobBatches, catalog: AppCatalog,
+            sink: RecordSink | None, consume: bool) -> JobBatches:
+    """The jobs as batches in submit order: a list checked and sorted here, or batches
+    that are so already."""
+    if not isinstance(jobs, Sequence):
+        return jobs
+    check_jobs(jobs, catalog)
+    ordered = sorted(jobs, key=lambda j: j.submit_time)
+    if consume:
+        if sink is None or not isinstance(jobs, MutableSequence):
+            raise ValueError("consume needs a sink and a list of jobs")
+        del jobs[:]
+    return _ListBatches(ordered)
+
+
+class JobBatches(Protocol):
+    """Jobs already checked (as :func:`check_jobs` checks them) and sorted by submit time,
+    handed out a batch at a time (:class:`~malleable.workloads.swf_plain.JobTable`: a
+    trace whose jobs exist as objects only once they are due)."""
+
+    @property
+    def first_submit(self) -> float:
+        """The first job's submit time (0.0 without jobs)."""
+        ...
+
+    def __len__(self) -> int: ...
+
+    def batch(self, start: int, stop: int) -> list[JobSpec]:
+        """Jobs ``start`` to ``stop`` (excluded), asked for once each, in order."""
+        ...
+
+
+class _ListBatches:
+    """A sorted list of jobs as :class:`JobBatches`; a job handed out leaves the list (the
+    list does not keep it alive once the run is done with it)."""
+
+    __slots__ = ("_jobs",)
+
+    def __init__(self, jobs: list[JobSpec]) -> None:
+        self._jobs = cast(list[JobSpec | None], jobs)  # taken over, not copied
+
+    @property
+    def first_submit(self) -> float:
+        first = self._jobs[0] if self._jobs else None
+        return first.submit_time if first is not None else 0.0
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    def batch(self, start: int, stop: int) -> list[JobSpec]:
+        part = cast(list[JobSpec], self._jobs[start:stop])
+        self._jobs[start:stop] = [None] * len(part)
+        return part
 
 
 def _clusters(clusters: Sequence[Cluster], engine: Engine, config: SimConfig,
@@ -202,15 +253,12 @@ class _Handover:
     forget them; counts each job's grows and shrinks as the operations are logged (the
     operations themselves are not kept)."""
 
-    __slots__ = ("_manager", "_next", "_ordered", "_resizes", "_sink", "_submitted")
+    __slots__ = ("_manager", "_resizes", "_sink", "_submitted")
 
-    def __init__(self, manager: Manager, ordered: list[JobSpec | None], submitted: list[int],
-                 sink: RecordSink) -> None:
+    def __init__(self, manager: Manager, submitted: deque[JobSpec], sink: RecordSink) -> None:
         self._manager = manager
-        self._ordered = ordered
-        self._submitted = submitted
+        self._submitted = submitted  # the jobs submitted and not yet handed over, in order
         self._sink = sink
-        self._next = 0
         self._resizes: dict[str, tuple[int, int]] = {}
 
     def step(self, everything: bool = False) -> None:
@@ -227,46 +275,68 @@ class _Handover:
                     resizes[op.job_id] = ((grows + 1, shrinks) if kind == "grow"
                                           else (grows, shrinks + 1))
             operations.clear()
-        records, ordered, i, last = manager.records, self._ordered, self._next, self._submitted[0]
+        records, submitted = manager.records, self._submitted
         sink, resizes, ended = self._sink, self._resizes, []
-        while i < last:
-            spec = ordered[i]
-            assert spec is not None
-            record = records[spec.id]
+        while submitted:
+            job_id = submitted[0].id
+            record = records[job_id]
             if record.state.finished:
-                ended.append(spec.id)
+                ended.append(job_id)
             elif not everything:
                 break
-            sink(record, *resizes.pop(spec.id, (0, 0)))
-            ordered[i] = None
-            i += 1
-        self._next = i
+            sink(record, *resizes.pop(job_id, (0, 0)))
+            submitted.popleft()
         if ended:
             manager.forget(ended)
 
 
-def _feed(engine: Engine, manager: Manager, ordered: list[JobSpec | None]) -> list[int]:
-    """Submit the jobs at their times, one arrival event scheduled at a time; the number of
-    jobs submitted so far (a list of one, updated as they are)."""
-    index = [0]
+#: How many jobs :class:`_Feed` takes from its source at a time.
+FEED_BATCH = 1024
 
-    def arrive() -> None:
-        i = index[0]
-        now = engine.now
-        while i < len(ordered):
-            spec = ordered[i]
-            assert spec is not None
+
+class _Feed:
+    """Submits the jobs at their times, one arrival event scheduled at a time, taking them
+    from the source :data:`FEED_BATCH` at a time; with ``keep``, the jobs submitted are
+    kept in order (for :class:`_Handover`, which lets them go)."""
+
+    __slots__ = ("_at", "_batch", "_engine", "_manager", "_source", "kept", "submitted")
+
+    def __init__(self, engine: Engine, manager: Manager, source: JobBatches,
+                 keep: bool) -> None:
+        self._engine = engine
+        self._manager = manager
+        self._source = source
+        self._batch: list[JobSpec] = []
+        self._at = 0  # the next job's place in the batch
+        self.submitted = 0
+        self.kept: deque[JobSpec] = deque()
+        if not keep:
+            self.kept = deque(maxlen=0)
+        first = self._next()
+        if first is not None:
+            engine.at(first.submit_time, self.arrive, ARRIVAL)
+
+    def _next(self) -> JobSpec | None:
+        """The next job to submit (None: no more)."""
+        if self._at == len(self._batch):
+            start = self.submitted
+            self._batch = self._source.batch(start, min(start + FEED_BATCH,
+                                                        len(self._source)))
+            self._at = 0
+            if not self._batch:
+                return None
+        return self._batch[self._at]
+
+    def arrive(self) -> None:
+        now = self._engine.now
+        while (spec := self._next()) is not None:
             if spec.submit_time > now:
-                engine.at(spec.submit_time, arrive, ARRIVAL)
-                break
-            manager.submit(spec)
-            i += 1
-        index[0] = i
-
-    first = ordered[0] if ordered else None
-    if first is not None:
-        engine.at(first.submit_time, arrive, ARRIVAL)
-    return index
+                self._engine.at(spec.submit_time, self.arrive, ARRIVAL)
+                return
+            self._manager.submit(spec)
+            self.kept.append(spec)
+            self._at += 1
+            self.submitted += 1
 
 
 def _poll(engine: Engine, interval: float) -> None:

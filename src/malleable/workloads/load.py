@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from malleable.errors import InputError
 from malleable.model import JobSpec
 from malleable.workloads.koala import KOALA_WORKLOADS, koala_workload
-from malleable.workloads.swf import read_swf
+from malleable.workloads.swf import read_jobs, read_swf
+
+if TYPE_CHECKING:
+    from malleable.workloads.swf_plain import JobTable
 
 
 def load_workload(name: str, seed: int) -> list[JobSpec]:
@@ -19,3 +23,15 @@ def load_workload(name: str, seed: int) -> list[JobSpec]:
         valid = ", ".join(KOALA_WORKLOADS)
         raise InputError(f"workload {name!r} is neither a file nor one of {valid}")
     return read_swf(path).jobs
+
+
+def simulation_workload(name: str, seed: int) -> list[JobSpec] | JobTable:
+    """:func:`load_workload`'s jobs for ``simulate``: a plain SWF file's as a
+    :class:`~malleable.workloads.swf_plain.JobTable` (the same jobs, each made when it is
+    due: a million-job trace is not held as a million objects)."""
+    if name in KOALA_WORKLOADS:
+        return koala_workload(name, seed)
+    path = Path(name)
+    if not path.exists():
+        return load_workload(name, seed)  # says what is wrong
+    return read_jobs(path)

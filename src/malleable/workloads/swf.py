@@ -34,10 +34,14 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from malleable.apps import AppCatalog, standard_catalog
 from malleable.errors import InputError, read_text
 from malleable.model import JobKind, JobSpec, SizeRule
+
+if TYPE_CHECKING:
+    from malleable.workloads.swf_plain import JobTable
 
 logger = logging.getLogger(__name__)
 
@@ -120,12 +124,17 @@ def read_swf(path: str | Path, catalog: AppCatalog | None = None) -> SwfWorkload
     file that is not UTF-8 text or holds no job to simulate.
 
     Application names are checked against ``catalog`` (the standard one by default).
-    A leading UTF-8 byte-order mark is dropped.
+    A leading UTF-8 byte-order mark is dropped. A plain file (18 fields a line, ASCII) is
+    read by :func:`~malleable.workloads.swf_plain.read_plain`, vectorized, into the same
+    workload; any other file, and any file with an error, by :func:`parse_swf`.
     """
     path = Path(path)
+    catalog = catalog if catalog is not None else standard_catalog()
     try:
-        with path.open(encoding="utf-8", newline="") as handle:  # BOM: parse_swf drops it
-            workload = parse_swf(_lines(handle), str(path), catalog)
+        workload = read_plain(path, catalog)
+        if workload is None:  # not a plain file read in full: line by line, as it was
+            with path.open(encoding="utf-8", newline="") as handle:  # BOM: dropped
+                workload = parse_swf(_lines(handle), str(path), catalog)
     except OSError as exc:
         raise InputError(f"cannot read workload: {exc.strerror or exc}",
                          source=str(path)) from None
@@ -134,6 +143,44 @@ def read_swf(path: str | Path, catalog: AppCatalog | None = None) -> SwfWorkload
         raise
     _check_not_empty(workload, str(path))
     return workload
+
+
+def read_plain(path: Path, catalog: AppCatalog) -> SwfWorkload | None:
+    """The workload of the plain SWF file at ``path`` read by
+    :func:`~malleable.workloads.swf_plain.read_table` (vectorized), or None when that
+    reader does not take the file in full (:func:`parse_swf` then reads it)."""
+    from malleable.workloads.swf_plain import read_table  # numpy: only when a file is read
+
+    trace = read_table(path, catalog, _LIMITS[18], header_line)
+    if trace is None:
+        return None
+    table, skipped, header = trace
+    _warn_skipped(str(path), skipped)
+    return SwfWorkload(table.batch(0, len(table)), skipped, header)
+
+
+def read_jobs(path: str | Path, catalog: AppCatalog | None = None
+              ) -> list[JobSpec] | JobTable:
+    """The jobs of :func:`read_swf` for a simulation: a plain file's as a
+    :class:`~malleable.workloads.swf_plain.JobTable` in submit order (each job made when
+    it is due), any other file's as :func:`read_swf` gives them (its errors too)."""
+    from malleable.workloads.swf_plain import read_table
+
+    path = Path(path)
+    catalog = catalog if catalog is not None else standard_catalog()
+    try:
+        trace = read_table(path, catalog, _LIMITS[18], header_line)
+    except OSError:
+        trace = None  # read_swf says what it is
+    if trace is None or not len(trace[0]):  # no job: read_swf says why
+        return read_swf(path, catalog).jobs
+    _warn_skipped(str(path), trace[1])
+    return trace[0].in_submit_order()
+
+
+def _warn_skipped(source: str, skipped: int) -> None:
+    if skipped:
+        logger.warning("%s: skipped %d jobs with unknown run time or size", source, skipped)
 
 
 def _check_not_empty(workload: SwfWorkload, source: str) -> None:
@@ -169,7 +216,7 @@ def parse_swf(lines: Iterable[str], source: str = "<swf>",
             continue
         if line.startswith(";"):
             workload.header.append(line)
-            _header_line(line, apps, catalog, source, number)
+            header_line(line, apps, catalog, source, number)
             continue
         spec = _parse_line(line, apps, catalog, source, number, floats)
         if spec is None:
@@ -179,13 +226,11 @@ def parse_swf(lines: Iterable[str], source: str = "<swf>",
             raise InputError(f"job number {spec.id} appears twice", source=source, line=number)
         seen.add(spec.id)
         workload.jobs.append(spec)
-    if workload.skipped:
-        logger.warning("%s: skipped %d jobs with unknown run time or size", source,
-                       workload.skipped)
+    _warn_skipped(source, workload.skipped)
     return workload
 
 
-def _header_line(line: str, apps: dict[int, str], catalog: AppCatalog, source: str,
+def header_line(line: str, apps: dict[int, str], catalog: AppCatalog, source: str,
                  number: int) -> None:
     """Take in a ``; MalleableApp: N NAME`` line (NAME checked against ``catalog`` here,
     even if no job uses it); check ``; MalleableFormat: V``."""
