@@ -8,9 +8,13 @@ the runner's format."""
 from __future__ import annotations
 
 import json
+import logging
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from malleable.adapters.oar.ctl import OarCtl
 from malleable.config import SiteConfig
@@ -21,7 +25,7 @@ from malleable.site.channel import ChannelError, ChannelServer, Session
 from malleable.site.config import parse_service_config
 from malleable.site.daemon import ServiceDriver, SiteService, driver_for, open_service
 from malleable.site.oaragent import OarOps, extension_name
-from malleable.site.oarsite import SiteOar
+from malleable.site.oarsite import MPI_GROW_WAIT, SiteOar
 from tests.fakes.oar import FakeOar, FakeOarJob
 from tests.fakes.slurm import settle
 
@@ -34,8 +38,10 @@ class Program(Session):
     """The job's agent, in process (its OAR requests as ``user`` on the fake), and behind it
     the MPI program: it answers each offer at once, taking at most ``limit`` processes."""
 
-    def __init__(self, fake: FakeOar, job: FakeOarJob, user: str, run_dir: Path) -> None:
-        super().__init__("grid", job.job_id, user, "jacobi.py", str(run_dir), "grid-n1", 0,
+    def __init__(self, fake: FakeOar, job: FakeOarJob, user: str, run_dir: Path,
+                 fresh: bool = True) -> None:
+        seq = 0 if fresh else json.loads((run_dir / "ch" / "offer.json").read_text())["seq"]
+        super().__init__("grid", job.job_id, user, "jacobi.py", str(run_dir), "grid-n1", seq,
                          None, None)  # type: ignore[arg-type]
         self.fake = fake
         self.agent = Agent(str(run_dir), "jacobi.py", "grid-c0", python_ssh=SSH,
@@ -43,8 +49,9 @@ class Program(Session):
         self.requests: list[dict[str, Any]] = []
         self.size = len(job.nodes)
         self.limit = 1000
-        (run_dir / "ch").mkdir(parents=True)
-        (run_dir / "nodes").write_text("".join(f"{n} host-{n}\n" for n in job.nodes))
+        if fresh:
+            (run_dir / "ch").mkdir(parents=True)
+            (run_dir / "nodes").write_text("".join(f"{n} host-{n}\n" for n in job.nodes))
 
     def call(self, op: str, **args: Any) -> dict[str, Any]:
         if self.closed:
@@ -134,7 +141,8 @@ def _offers(program: Program) -> list[dict[str, Any]]:
 
 
 def test_an_mpi_job_grows_by_its_users_extensions_offered_to_the_program(
-        tmp_path: Path) -> None:
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="malleable.site.oarsite")
     world = World(tmp_path)
     alice = world.submit("alice", 2, 4, 2, sub="a1")
     world.cycle(2)
@@ -159,6 +167,10 @@ def test_an_mpi_job_grows_by_its_users_extensions_offered_to_the_program(
     submitted = [c for c in world.fake.calls if c[0] in ("oarsub", "oardel")]
     assert all(world.fake.jobs[j].owner == "alice" for j in world.adapter.mpi_jobs[
         "alice:a1"].submitted) and submitted  # every extension the agent's, as alice
+    assert world.adapter.mpi_jobs["alice:a1"].grow_wait == MPI_GROW_WAIT  # > 15 + 4 * 0.5
+    ids = ",".join(str(j.job_id) for j in sorted(grown, key=lambda j: j.job_id))
+    assert re.search(rf"event=mpi_resized site=grid job=alice:a1 processes=2->4 size=2->4 "
+                     rf"oar_ids={ids} decided=\d+\.\d+ seconds=", caplog.text)
     world.service.close()
 
 
@@ -227,4 +239,41 @@ def test_an_extension_the_agent_cannot_release_is_deleted_as_oar(tmp_path: Path)
     job._delete_extensions([ext])
     assert ["sudo", "-n", "-u", "oar", "oardel", str(ext)] in world.fake.calls
     assert job.deleted == [ext]
+    world.service.close()
+
+
+def test_a_fixed_size_mpi_job_has_an_agent_too(tmp_path: Path) -> None:
+    """Its script starts the agent beside mpirun, as on Slurm: the channel admits it (it is
+    never resized: its range is one size)."""
+    world = World(tmp_path, nodes=6)
+    fixed = world.submit("alice", 2, 2, 2, sub="f1")
+    plain = world.submit("bob", 2, 2, 2, sub="b1", mpi=False)
+    world.cycle(2)
+    assert world.adapter.owner(fixed.job_id) == ("alice", True)
+    assert world.adapter.owner(plain.job_id) == ("bob", False)
+    world.service.close()
+
+
+def test_a_reconnected_agent_s_job_knows_its_extensions_by_node(tmp_path: Path) -> None:
+    """A new session (the agent reconnected, e.g. after a service restart): the process set
+    comes back from the run directory's nodes file, and each extension from the service's
+    record of the job, matched to its node by oarstat, so a shrink releases the right ones."""
+    world = World(tmp_path)
+    alice = world.submit("alice", 2, 4, 2, sub="a1")
+    world.cycle(2)
+    first = world.connect(alice, "alice")
+    world.cycle(2)
+    assert first.size == 4
+    grown = {j.nodes[0]: j.job_id for j in world.extensions(alice)}
+    first.close()
+    again = Program(world.fake, alice, "alice", Path(first.run_dir), fresh=False)
+    again.size = 4
+    world.channel.sessions[("grid", alice.job_id)] = again
+    assert world.adapter.request_shrink("alice:a1", 1, False) == 1
+    job = world.adapter.mpi_jobs["alice:a1"]
+    assert job.session is again and job.deleted == [grown["grid-n4"]]
+    assert job.extensions == {"grid-n3": grown["grid-n3"]}
+    release = next(r for r in again.requests if r["op"] == "release")
+    assert release["ids"] == [grown["grid-n4"]]  # the node the program left
+    assert _offers(again)[0]["seq"] == 2  # after the first session's offer
     world.service.close()

@@ -63,6 +63,12 @@ logger = logging.getLogger(__name__)
 
 #: The user the service's ``oarresume`` and ``oardel`` run as (through sudo).
 OAR_USER = "oar"
+#: Seconds an ``--mpi`` job's grow waits at least for OAR to run its extension jobs (the
+#: OAR runner's own default): on the loaded testbed (load 11-23) OAR started a fixed run's
+#: freed nodes' extensions after more than the plain jobs' 15 s + 0.5 s per node, twice in
+#: a row; each such late grow is deleted and asked again a cycle later, costing more than
+#: the wait.
+MPI_GROW_WAIT = 60.0
 
 
 @dataclass
@@ -328,8 +334,8 @@ class SiteOar(OarCluster):
         assert mine.base is not None  # _resizable checked
         job = self.mpi_jobs.get(mine.spec.id)
         if job is None or job.session is not session:
-            job = agent_mpi_job(self.ctl, session, mine.base,
-                                self.grow_wait + self.grow_wait_per_node * mine.spec.max_size)
+            wait = self.grow_wait + self.grow_wait_per_node * mine.spec.max_size
+            job = agent_mpi_job(self.ctl, session, mine.base, max(MPI_GROW_WAIT, wait))
             if mine.extensions:  # a new session (a restart): its extensions by node
                 for ext in self.ctl.jobs(mine.extensions):
                     if ext.state_raw == "Running" and ext.nodes:
@@ -341,7 +347,7 @@ class SiteOar(OarCluster):
                     mandatory: bool = False) -> int:
         """Grow (``delta`` > 0) or shrink an ``--mpi`` job by the runner's logic over its
         agent; the nodes it changed by."""
-        job_id, before, extensions = mine.spec.id, mine.size, len(mine.extensions)
+        job_id, before, extensions = mine.spec.id, mine.size, list(mine.extensions)
         if delta == 0:
             return 0
         decided, began = time.time(), time.monotonic()
@@ -361,13 +367,16 @@ class SiteOar(OarCluster):
             change = Change(before, before, before, time.monotonic() - began, str(exc))
         if job is not None:
             self._take_extensions(mine, job)
-        after = before + len(mine.extensions) - extensions
+        after = before + len(mine.extensions) - len(extensions)
+        changed = [e for e in mine.extensions if e not in extensions] + [
+            e for e in extensions if e not in mine.extensions]
         if after != before:
             mine.size = after
             self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, after))
         logger.info("event=mpi_resized site=%s job=%s processes=%d->%d size=%d->%d "
-                    "decided=%.3f seconds=%.2f%s", self.name, job_id, change.before,
-                    change.after, before, after, decided, time.monotonic() - began,
+                    "oar_ids=%s decided=%.3f seconds=%.2f%s", self.name, job_id,
+                    change.before, change.after, before, after,
+                    ",".join(map(str, changed)) or "-", decided, time.monotonic() - began,
                     f" error={change.error!r}" if change.error else "")
         return after - before
 
@@ -399,15 +408,16 @@ class SiteOar(OarCluster):
 
     def owner(self, oar_id: int) -> tuple[str, bool] | None:
         """A tagged job's owner (oarstat's) and whether it runs an agent (its range is not
-        a single size); None: not a tagged job of this site."""
+        a single size, or it is an ``--mpi`` job); None: not a tagged job of this site."""
         found = self.found.get(oar_id)
         if found is not None:
-            return found.user, found.tag.max_size > found.tag.min_size
+            return found.user, found.tag.max_size > found.tag.min_size or found.tag.mpi
         mine = next((m for m in self._mine.values() if m.base == oar_id and not m.finished),
                     None)
         if mine is None or not mine.spec.user:
             return None
-        return mine.spec.user, mine.spec.max_size > mine.spec.min_size
+        return mine.spec.user, (mine.spec.max_size > mine.spec.min_size
+                                or self._is_mpi(mine.spec.id))
 
     def forget(self, job_ids: Iterable[str]) -> None:
         """Stop keeping finished jobs (the journal keeps them all)."""
