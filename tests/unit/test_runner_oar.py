@@ -150,3 +150,10 @@ def test_describe_asks_oar_for_the_state_and_reads_the_stderr_oar_kept() -> None
     said = job.describe()
     assert said.startswith(f"job {job_id}: RUNNING") and "progress None" in said
     assert said.endswith("mpirun rc none, stderr: ORTE was unable")
+
+
+def test_the_run_directories_may_be_a_shell_expression_the_job_expands() -> None:
+    """``malleable submit --mpi`` does not know the user's home path: the job expands it."""
+    script = oar_script(LAUNCH, run_root="$HOME/.malleable/run")
+    assert 'D="$HOME/.malleable/run/$OAR_JOB_ID"\n' in script
+    assert "/tmp/malleable-run" not in script

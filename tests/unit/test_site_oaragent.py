@@ -11,7 +11,7 @@ import pytest
 
 from malleable.adapters.oar.ctl import OarCtl
 from malleable.adapters.shell import CommandTimeout
-from malleable.site.agent import Agent
+from malleable.site.agent import Agent, build, parser_of
 from malleable.site.oaragent import OarOps, extension_name, start_files
 from tests.fakes.oar import FakeOar, FakeOarJob
 
@@ -127,3 +127,51 @@ def test_an_oar_command_that_overruns_is_an_error_reply_not_the_agent_s_end(
     assert reply["error"].startswith("CommandTimeout: ") and len(fake.jobs) == 1
     assert agent.handle({"op": "release", "ids": [base.job_id]})["error"].startswith(
         "ValueError: release: ")
+
+
+#: An ``ssh NODE COMMAND`` that runs COMMAND here and records the node it was sent to.
+def _fake_ssh(log: Path) -> tuple[str, ...]:
+    return ("sh", "-c", f'echo "$1" >> {log}; exec sh -c "$2"', "ssh")
+
+
+def test_a_shared_run_directory_is_read_and_written_where_the_agent_runs(
+        tmp_path: Path) -> None:
+    """On OAR (``--oar``) the run directory is in the shared home: whatever node the
+    service names, the agent reads and writes it itself, with no hop to the node; only the
+    node's host name (``stage``) and its processes (``ps``) need the node."""
+    run, log = tmp_path / "run" / "7", tmp_path / "ssh.log"
+    (run / "ch").mkdir(parents=True)
+    agent = Agent(str(run), "jacobi.py", "grid-c0", python_ssh=_fake_ssh(log), shared=True)
+    assert agent.handle({"op": "write", "node": "grid-n003", "path": f"{run}/ch/offer.json",
+                         "text": "{}"}) == {}
+    assert (run / "ch" / "offer.json").read_text() == "{}"
+    assert agent.handle({"op": "read", "node": "grid-n003",
+                         "path": f"{run}/ch/offer.json"}) == {"text": "{}"}
+    assert not log.exists()  # no ssh for the files
+    reply = agent.handle({"op": "stage", "node": "grid-n003"})
+    assert reply["text"]  # the host name the node answered
+    assert log.read_text().split() == ["grid-n003"]
+    assert "error" in agent.handle({"op": "read", "node": "grid-n003", "path": "/etc/passwd"})
+
+
+def test_an_unshared_run_directory_goes_to_the_node(tmp_path: Path) -> None:
+    run, log = tmp_path / "run", tmp_path / "ssh.log"
+    run.mkdir()
+    agent = Agent(str(run), "p.py", "here", python_ssh=_fake_ssh(log))
+    agent.handle({"op": "write", "node": "n2", "path": f"{run}/x", "text": "1"})
+    assert log.read_text().split() == ["n2"] and (run / "x").read_text() == "1"
+
+
+def test_an_oar_mpi_agent_leaves_the_nodes_file_to_the_runner(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    nodefile = tmp_path / "nodefile"
+    nodefile.write_text("n1\nn1\nn2\n")
+    monkeypatch.setenv("OAR_NODEFILE", str(nodefile))
+    base = ["--oar", "--service", "h:1", "--site", "grid", "--job", "7", "--run-dir"]
+    plain = build(parser_of().parse_args([*base, str(tmp_path / "a")]))
+    assert plain.shared and plain.oar is not None and plain.oar.base == 7
+    assert (tmp_path / "a" / "size").read_text() == "2\n"
+    mpi = build(parser_of().parse_args([*base, str(tmp_path / "b"), "--program", "j.py"]))
+    assert mpi.shared and mpi.program == "j.py" and not (tmp_path / "b").exists()
+    slurm = build(parser_of().parse_args([*base[1:], str(tmp_path / "c")]))
+    assert not slurm.shared and slurm.oar is None

@@ -88,12 +88,35 @@ def test_oar_itself_refuses_such_a_name_unhelpfully() -> None:
     assert out.rc == 8 and "verify your request syntax" in out.stderr and not fake.jobs
 
 
-def test_mpi_is_not_offered_on_oar_sites_yet(tmp_path: Path) -> None:
+def test_an_mpi_job_on_oar_is_the_oar_runners_script_with_the_agent(tmp_path: Path) -> None:
+    program = tmp_path / "jacobi.py"
+    program.write_text("print('jacobi')\n")
+    fake = _grid()
+    shown, ids = submit_to(Submission(2, 4, (str(program), "--iterations", "30"), mpi=True,
+                                      service="grid-ctl:7461"), [_oar(fake)])
+    assert ids == [1] and shown == "1"
+    [path] = [p for p in fake.files if p.endswith(".sh")]
+    assert path.startswith(".malleable/mpi/")  # relative: the home over SSH
+    job = fake.jobs[1]
+    assert job.command == f"bash {path}" and job.state == "Hold" and job.want == 2
+    assert tags.parse_oar(job.name).mpi
+    script = fake.files[path]
+    assert "SLURM_JOB_ID" not in script and "scontrol" not in script
+    assert 'D="$HOME/.malleable/run/$OAR_JOB_ID"\n' in script
+    agent = next(line for line in script.splitlines() if "malleable.site.agent" in line)
+    assert shlex.split(agent)[:14] == [
+        "python3", "-m", "malleable.site.agent", "--oar", "--service", "grid-ctl:7461",
+        "--site", "grid", "--job", "$OAR_JOB_ID", "--run-dir", "$D", "--program", "jacobi.py"]
+    assert "--iterations 30" in script and '"$OAR_NODEFILE"' in script
+    assert subprocess.run(["bash", "-n"], input=script.encode(), check=False).returncode == 0
+
+
+def test_mpi_on_oar_still_needs_the_service(tmp_path: Path) -> None:
     program = tmp_path / "jacobi.py"
     program.write_text("")
     fake = _grid()
-    with pytest.raises(InputError, match=r"--mpi: not on OAR sites yet \(grid"):
-        submit_to(Submission(1, 2, (str(program),), mpi=True, service="h:1"), [_oar(fake)])
+    with pytest.raises(InputError, match=r"--mpi needs the service's channel address"):
+        submit_to(Submission(1, 2, (str(program),), mpi=True), [_oar(fake)])
     assert fake.calls == []
 
 

@@ -25,7 +25,8 @@ def register(sub: Any) -> None:
                     "site (kind = \"oar\") gets oarsub --hold with the compact tag as the "
                     "job name (docs/oar.md: the service resumes it, at the size submitted; "
                     "with --service, a job whose --max is above --min runs its agent beside "
-                    "COMMAND, through which the service grows and shrinks it). "
+                    "COMMAND, through which the service grows and shrinks it; with --mpi, the "
+                    "OAR runner's script, mpirun and the agent in the base job). "
                     "The site service (`malleable manager serve`) releases it where and at the "
                     "size its policy chooses, then grows and shrinks it within [--min, --max]. "
                     "Prints the Slurm job id (with several --site: the service's id USER:SUB).",

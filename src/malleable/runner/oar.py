@@ -65,12 +65,19 @@ _OAR_NODES = ('ME=$(hostname); ALL=$(awk \'!seen[$0]++\' "$OAR_NODEFILE")\n'
 _OAR_STAGE = 'h=$(ssh -o BatchMode=yes "$n" hostname < /dev/null)'
 
 
-def oar_script(launch: Launch) -> str:
-    """The Slurm runner's batch script with OAR's job id and node file, no staging."""
+def oar_script(launch: Launch, run_root: str | None = None) -> str:
+    """The Slurm runner's batch script with OAR's job id and node file, no staging.
+
+    ``run_root``: a shell expression (``$HOME/.malleable/run``) for the directory of the
+    run directories, expanded where the job runs, instead of the launch's fixed
+    ``workdir`` (``malleable submit --mpi`` does not know the user's home path)."""
     script = batch_script(launch)
     stage = stage_command(launch.program)
-    if _SLURM_NODES not in script or stage not in script:  # the Slurm script changed shape
+    run_dir = f"D={shlex.quote(launch.workdir)}/$SLURM_JOB_ID\n"
+    if _SLURM_NODES not in script or stage not in script or run_dir not in script:
         raise ValueError("the runner's batch script has no node loop to adapt for OAR")
+    if run_root is not None:
+        script = script.replace(run_dir, f'D="{run_root}/$SLURM_JOB_ID"\n', 1)
     return (script.replace(_SLURM_NODES, _OAR_NODES).replace(stage, _OAR_STAGE)
             .replace("$SLURM_JOB_ID", "$OAR_JOB_ID"))
 
@@ -209,16 +216,15 @@ class OarMpiJob(MpiJob):
         count = target - len(self.nodes)
         if count <= 0:
             return []
-        options = ["-n", f"{self.name}+", "-l", f"nodes=1,walltime={self.walltime}"]
         try:
-            ids = self._ctl.submit(options, OarPayload.extension(self.slurm_id), count)
+            ids = self._submit_extensions(self.slurm_id, count)
         except ExternalError as exc:
             logger.info("job %s: extensions refused: %s", self.slurm_id, exc)
             return []
         running = self._await_running(ids)
         late = [i for i in ids if i not in running]
         if late:
-            self._ctl.delete(late)
+            self._delete_extensions(late)
             logger.warning("job %s: %d of %d extensions did not start within %.0f s",
                            self.slurm_id, len(late), len(ids), self.grow_wait)
         added = []
@@ -227,6 +233,17 @@ class OarMpiJob(MpiJob):
             self.extensions[node] = job_id
             added.append(node)
         return added
+
+    def _submit_extensions(self, base: int, count: int) -> list[int]:
+        """Submit ``count`` one-node extension jobs of ``base``; their ids (ExternalError
+        when refused). Here with the runner's own OAR account; the site service's runner
+        asks the job's agent (:mod:`malleable.site.oarmpi`)."""
+        options = ["-n", f"{self.name}+", "-l", f"nodes=1,walltime={self.walltime}"]
+        return self._ctl.submit(options, OarPayload.extension(base), count)
+
+    def _delete_extensions(self, ids: Sequence[int]) -> None:
+        """Delete extension jobs of this job (``oardel``)."""
+        self._ctl.delete(ids)
 
     def _await_running(self, ids: list[int]) -> dict[int, OarJob]:
         deadline = self.clock() + self.grow_wait
@@ -242,7 +259,7 @@ class OarMpiJob(MpiJob):
         """Delete the extension jobs of the nodes not in ``keep`` (the base job stays)."""
         gone = [n for n in self.extensions if n not in keep]
         if gone:
-            self._ctl.delete([self.extensions.pop(n) for n in gone])
+            self._delete_extensions([self.extensions.pop(n) for n in gone])
 
     # ------------------------------------------------------------ the end
 

@@ -15,6 +15,12 @@ carries out the service's requests on the run directory, as the user:
 ``extend``, ``release`` (OAR sites only, ``--oar``): extension jobs of this job, submitted
            and deleted as the user (:mod:`malleable.site.oaragent`).
 
+With ``--oar`` the run directory is in the home the site's nodes share (OAR runs a job in
+its submitter's directory), so ``read`` and ``write`` happen here whatever node the
+service names, and ``stage`` only asks the node its host name (the program is already
+there). An OAR job of ``malleable submit --mpi`` (``--oar --program P``) keeps the
+runner's own ``nodes`` file: the agent does not write the size files then.
+
 Paths outside the run directory are refused, so the service can never make the agent
 touch anything else of the user's. When the connection drops (the service restarted),
 the agent connects again and authenticates anew. It ends when the run does (the
@@ -80,12 +86,15 @@ class Agent:
     """Serves the service's requests on one run directory (see the module docstring)."""
 
     def __init__(self, run_dir: str, program: str, here: str, python_ssh: Sequence[str] = ("ssh",
-                 "-o", "BatchMode=yes"), oar: OarOps | None = None) -> None:
+                 "-o", "BatchMode=yes"), oar: OarOps | None = None,
+                 shared: bool = False) -> None:
         self.run_dir = os.path.normpath(run_dir)
         self.program = program
         self.here = here
         self.ssh = list(python_ssh)
         self.oar = oar
+        self.shared = shared
+        """The run directory is on a file system every node shares (OAR's homes)."""
 
     def inside(self, path: str) -> str:
         """``path`` if it lies in the run directory; ValueError otherwise."""
@@ -122,7 +131,7 @@ class Agent:
         return {"error": f"unknown op {op!r}"}
 
     def read(self, node: str, path: str) -> str | None:
-        if node == self.here:
+        if node == self.here or self.shared:
             try:
                 return Path(path).read_text()
             except FileNotFoundError:
@@ -131,12 +140,19 @@ class Agent:
         return done.stdout.decode() if done.returncode == 0 else None
 
     def write(self, node: str, path: str, text: str) -> None:
+        node = self.here if self.shared else node
         done = self._remote(node, ["sh", "-c", _WRITE, "sh", path], text.encode())
         if done.returncode != 0:
             raise OSError(f"write {path} on {node}: {done.stderr.decode().strip()[:200]}")
 
     def stage(self, node: str) -> str:
-        """Copy the program to ``node``'s run directory; the node's host name."""
+        """Copy the program to ``node``'s run directory; the node's host name. A shared
+        run directory already has it there: only the host name."""
+        if self.shared:
+            done = self._remote(node, ["hostname"])
+            if done.returncode != 0:
+                raise OSError(f"stage on {node}: {done.stderr.decode().strip()[:200]}")
+            return done.stdout.decode().strip()
         path = f"{self.run_dir}/{self.program}"
         source = Path(path).read_bytes()
         done = self._remote(node, ["sh", "-c", f"{_WRITE} && hostname", "sh", path], source)
@@ -216,6 +232,15 @@ def parse_address(text: str) -> tuple[str, int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    parser = parser_of()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="malleable-agent: %(message)s")
+    serve(build(args), parse_address(args.service), args.site, args.job)
+    return 0
+
+
+def parser_of() -> argparse.ArgumentParser:
+    """The agent's command line."""
     parser = argparse.ArgumentParser(prog="python3 -m malleable.site.agent",
                                      description="the job's end of the application channel")
     parser.add_argument("--service", required=True, help="the service's channel HOST:PORT")
@@ -225,16 +250,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--program", default="")
     parser.add_argument("--oar", action="store_true",
                         help="an OAR job: serve extend and release, keep the size files")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="malleable-agent: %(message)s")
+    return parser
+
+
+def build(args: argparse.Namespace) -> Agent:
+    """The agent of the command line's options (on OAR, the size files written first,
+    unless the job is an ``--mpi`` one: its runner writes the nodes file)."""
     oar = None
     if args.oar:
         oar = OarOps(args.job)
-        start_files(args.run_dir)
-    agent = Agent(args.run_dir, args.program, os.environ.get("SLURMD_NODENAME")
-                  or socket.gethostname(), oar=oar)
-    serve(agent, parse_address(args.service), args.site, args.job)
-    return 0
+        if not args.program:
+            start_files(args.run_dir)
+    return Agent(args.run_dir, args.program, os.environ.get("SLURMD_NODENAME")
+                 or socket.gethostname(), oar=oar, shared=args.oar)
 
 
 if __name__ == "__main__":

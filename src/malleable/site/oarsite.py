@@ -27,6 +27,12 @@ states) with these differences:
   base job. The size is the base job's nodes plus its running extensions (``oarstat``),
   and extensions left when the base job ends are deleted (``oardel`` as ``oar``). After
   each change the agent writes the job's ``nodes`` and ``size`` files in its run directory.
+* **MPI jobs** (``malleable submit --mpi``, tagged ``mpi``) are grown and shrunk by the
+  OAR runner's logic (:mod:`malleable.site.oarmpi`) over the agent: extension jobs
+  through ``extend``, the new hosts offered to the program through its file channel and
+  its answer read back, extensions it declined released; a shrink offers first and
+  releases the extensions once the smaller set took over. The service's cycle waits for
+  the answer (no pending answers on OAR).
 * **Nothing written** by the service itself: it submits no job and writes no file on the
   site (the agent, as the user, does both for the user's own job).
 """
@@ -46,15 +52,23 @@ from malleable.adapters.slurm.resize import ResizeResult
 from malleable.errors import ExternalError
 from malleable.model import JobKind, JobSpec, JobState, RunningJob
 from malleable.resources import Capability, JobEvent
+from malleable.runner.job import Change
 from malleable.site.adapter import Found
 from malleable.site.channel import ChannelError, ChannelServer, Session
 from malleable.site.oaragent import extension_name, size_text
 from malleable.site.oarjobs import OarTagged, discover
+from malleable.site.oarmpi import AgentOarMpiJob, agent_mpi_job
 
 logger = logging.getLogger(__name__)
 
 #: The user the service's ``oarresume`` and ``oardel`` run as (through sudo).
 OAR_USER = "oar"
+#: Seconds an ``--mpi`` job's grow waits at least for OAR to run its extension jobs (the
+#: OAR runner's own default): on the loaded testbed (load 11-23) OAR started a fixed run's
+#: freed nodes' extensions after more than the plain jobs' 15 s + 0.5 s per node, twice in
+#: a row; each such late grow is deleted and asked again a cycle later, costing more than
+#: the wait.
+MPI_GROW_WAIT = 60.0
 
 
 @dataclass
@@ -77,6 +91,10 @@ class SiteOar(OarCluster):
     """The application channel: the jobs' agents (None: no job is ever resized)."""
     resizes: list[ResizeResult] = field(default_factory=list)
     """Always empty: OAR resizes are answered at once (no pending answers)."""
+    mpi_jobs: dict[str, AgentOarMpiJob] = field(default_factory=dict)
+    """The runner's state of ``--mpi`` jobs, over their agents' sessions."""
+    _mpi: set[str] = field(default_factory=set)
+    """Jobs placed here that were submitted ``--mpi``."""
     _too_small: set[str] = field(default_factory=set)
     _no_agent: set[str] = field(default_factory=set)
     """Jobs whose missing agent was logged (once)."""
@@ -160,8 +178,8 @@ class SiteOar(OarCluster):
     def _tell_size(self, mine: _Mine, size: int) -> None:
         """The agent writes the job's ``nodes`` and ``size`` files (no agent: nothing)."""
         session = self._session(mine)
-        if session is None or mine.base is None:
-            return
+        if session is None or mine.base is None or self._is_mpi(mine.spec.id):
+            return  # an --mpi job's runner keeps its own nodes file
         try:
             jobs = {j.job_id: j for j in self.ctl.jobs([mine.base, *mine.extensions])}
             nodes = [n for i in (mine.base, *mine.extensions) if i in jobs
@@ -202,6 +220,8 @@ class SiteOar(OarCluster):
                 return 0
         self._stale()
         self._too_small.discard(spec.id)
+        if copy.tag.mpi:
+            self._mpi.add(spec.id)
         self.adopt(spec, copy.slurm_id, requested=copy.nodes)
         if self.journal is not None:
             self.journal.slurm_submitted(self.name, spec.id, copy.slurm_id)
@@ -234,6 +254,8 @@ class SiteOar(OarCluster):
         if found is None:
             return 0
         mine, session = found
+        if self._is_mpi(job_id):
+            return self._mpi_resize(mine, session, mine.spec.accepts(mine.size, offer))
         accepted = mine.spec.accepts(mine.size, offer)
         if accepted <= 0:
             return 0
@@ -282,6 +304,8 @@ class SiteOar(OarCluster):
         released = min(mine.spec.releases(mine.size, amount), len(mine.extensions))
         if released <= 0:
             return 0
+        if self._is_mpi(job_id):
+            return -self._mpi_resize(mine, session, -released, mandatory)
         decided, began = time.time(), time.monotonic()
         self._stale()
         gone = mine.extensions[-released:]
@@ -298,6 +322,74 @@ class SiteOar(OarCluster):
                     self.name, job_id, ",".join(map(str, gone)), mine.size, decided,
                     time.monotonic() - began)
         return released
+
+    # ------------------------------------------------------------ MPI jobs
+
+    def _is_mpi(self, job_id: str) -> bool:
+        return job_id in self._mpi or any(f.job_id == job_id and f.tag.mpi
+                                          for f in self.found.values())
+
+    def _mpi_job(self, mine: _Mine, session: Session) -> AgentOarMpiJob | None:
+        """The job's runner state over its agent (None: the program has not started)."""
+        assert mine.base is not None  # _resizable checked
+        job = self.mpi_jobs.get(mine.spec.id)
+        if job is None or job.session is not session:
+            wait = self.grow_wait + self.grow_wait_per_node * mine.spec.max_size
+            job = agent_mpi_job(self.ctl, session, mine.base, max(MPI_GROW_WAIT, wait))
+            if mine.extensions:  # a new session (a restart): its extensions by node
+                for ext in self.ctl.jobs(mine.extensions):
+                    if ext.state_raw == "Running" and ext.nodes:
+                        job.extensions[ext.nodes[0]] = ext.job_id
+            self.mpi_jobs[mine.spec.id] = job
+        return job if job.poll_started() else None
+
+    def _mpi_resize(self, mine: _Mine, session: Session, delta: int,
+                    mandatory: bool = False) -> int:
+        """Grow (``delta`` > 0) or shrink an ``--mpi`` job by the runner's logic over its
+        agent; the nodes it changed by."""
+        job_id, before, extensions = mine.spec.id, mine.size, list(mine.extensions)
+        if delta == 0:
+            return 0
+        decided, began = time.time(), time.monotonic()
+        self._stale()
+        job = None
+        try:
+            job = self._mpi_job(mine, session)
+            if job is None:
+                logger.info("event=mpi_not_started site=%s job=%s", self.name, job_id)
+                return 0
+            change = job.grow(delta) if delta > 0 else job.shrink(-delta, mandatory)
+            job.shell.write(job.batch, f"{job.run_dir}/nodes",
+                            "".join(f"{n} {h}\n" for n, h in job.nodes))
+        except (ChannelError, ExternalError, ValueError) as exc:
+            logger.warning("event=mpi_resize_failed site=%s job=%s reason=%r", self.name,
+                           job_id, str(exc)[:200])
+            change = Change(before, before, before, time.monotonic() - began, str(exc))
+        if job is not None:
+            self._take_extensions(mine, job)
+        after = before + len(mine.extensions) - len(extensions)
+        changed = [e for e in mine.extensions if e not in extensions] + [
+            e for e in extensions if e not in mine.extensions]
+        if after != before:
+            mine.size = after
+            self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, after))
+        logger.info("event=mpi_resized site=%s job=%s processes=%d->%d size=%d->%d "
+                    "oar_ids=%s decided=%.3f seconds=%.2f%s", self.name, job_id,
+                    change.before, change.after, before, after,
+                    ",".join(map(str, changed)) or "-", decided, time.monotonic() - began,
+                    f" error={change.error!r}" if change.error else "")
+        return after - before
+
+    def _take_extensions(self, mine: _Mine, job: AgentOarMpiJob) -> None:
+        """The job's extensions as the runner left them: the live ones the job's, those it
+        deleted released (so that OAR still listing them is never taken for live)."""
+        added = [e for e in job.extensions.values() if e not in mine.extensions]
+        if added:
+            mine.extensions.extend(added)
+            self._journal_extensions(mine, added=added)
+        gone = [e for e in job.deleted if e not in mine.released]
+        if gone:
+            self._released(mine, gone)
 
     def cancel_copy(self, oar_id: int) -> None:
         """Delete a user's waiting copy placed on another site (``oardel`` as ``oar``)."""
@@ -316,15 +408,16 @@ class SiteOar(OarCluster):
 
     def owner(self, oar_id: int) -> tuple[str, bool] | None:
         """A tagged job's owner (oarstat's) and whether it runs an agent (its range is not
-        a single size); None: not a tagged job of this site."""
+        a single size, or it is an ``--mpi`` job); None: not a tagged job of this site."""
         found = self.found.get(oar_id)
         if found is not None:
-            return found.user, found.tag.max_size > found.tag.min_size
+            return found.user, found.tag.max_size > found.tag.min_size or found.tag.mpi
         mine = next((m for m in self._mine.values() if m.base == oar_id and not m.finished),
                     None)
         if mine is None or not mine.spec.user:
             return None
-        return mine.spec.user, mine.spec.max_size > mine.spec.min_size
+        return mine.spec.user, (mine.spec.max_size > mine.spec.min_size
+                                or self._is_mpi(mine.spec.id))
 
     def forget(self, job_ids: Iterable[str]) -> None:
         """Stop keeping finished jobs (the journal keeps them all)."""
@@ -335,4 +428,6 @@ class SiteOar(OarCluster):
                 del self._mine[job_id]
             self._too_small.discard(job_id)
             self._no_agent.discard(job_id)
+            self._mpi.discard(job_id)
+            self.mpi_jobs.pop(job_id, None)
         self.node_failures = [e for e in self.node_failures if e.get("job") not in gone]

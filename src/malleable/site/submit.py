@@ -23,7 +23,9 @@ COMMAND`` with the compact tag of
 JSON. A site with a ``host`` is reached by SSH as the config's ``user`` (who must be the
 submitting user: OAR and Slurm take the job's owner from the connection), one without
 runs the command here. A tag too long for OAR's job name (100 characters) is refused
-before anything is submitted; ``--mpi`` is not offered on OAR sites yet (issue 15).
+before anything is submitted. ``--mpi`` on an OAR site submits the OAR runner's script
+(:func:`oar_mpi_script`: the program under ``mpirun`` in the base job, its run directory
+in the user's shared home, the agent beside ``mpirun``), written into the home first.
 On an OAR site, a job whose ``--max`` is above its ``--min`` submitted with ``--service``
 runs the job's agent (:func:`oar_command`) beside the command, so that the service can grow
 and shrink it (extension jobs submitted and deleted by the agent, as the user); without
@@ -44,6 +46,7 @@ from malleable.adapters.shell import CommandRunner
 from malleable.adapters.slurm.parse import ParseError, parse_sbatch
 from malleable.errors import ExternalError, InputError
 from malleable.runner.launch import Launch, batch_script
+from malleable.runner.oar import oar_script
 from malleable.site import tag as tags
 from malleable.site.agent import parse_address
 
@@ -222,8 +225,6 @@ def _sbatch(sub: Submission, tag: tags.UserTag, target: Target) -> int:
 
 def oar_name(sub: Submission, tag: tags.UserTag, site: str | None) -> str:
     """The OAR job name (the compact tag); InputError (one line) if OAR could not take it."""
-    if sub.mpi:
-        raise InputError(f"--mpi: not on OAR sites yet ({site} is an OAR site; issue 15)")
     try:
         return tags.encode_oar(tag)
     except tags.TagTooLong as exc:
@@ -278,11 +279,35 @@ def oar_command(sub: Submission, site: str | None) -> str:
                                                  sub.service, site or "", *sub.command))
 
 
+#: Where an OAR ``--mpi`` job's run directories are (the shared home, expanded by the job).
+OAR_RUN_ROOT = "$HOME/.malleable/run"
+#: Where ``malleable submit --mpi`` writes an OAR job's script (relative: the user's home
+#: over SSH, the submission directory here; OAR runs the job in the same directory).
+OAR_SCRIPT_DIR = ".malleable/mpi"
+
+
+def oar_mpi_script(sub: Submission, site: str | None) -> str:
+    """The OAR runner's script (:func:`malleable.runner.oar.oar_script`) with the agent
+    beside ``mpirun`` (``--oar --program``: extensions as the user, the shared run
+    directory), its log ``agent.log`` in the run directory (``--mpi`` on OAR)."""
+    path = Path(sub.command[0])
+    agent = (f"python3 -m malleable.site.agent --oar --service {shlex.quote(str(sub.service))}"
+             f" --site {shlex.quote(site or '')} --job \"$SLURM_JOB_ID\" --run-dir \"$D\" "
+             f"--program {shlex.quote(path.name)} >>\"$D/agent.log\" 2>&1")
+    launch = Launch(path.name, path.read_text(), tuple(sub.command[1:]),
+                    interface=sub.interface, agent=agent, keep_result=True)
+    return oar_script(launch, run_root=OAR_RUN_ROOT)
+
+
 def _oarsub(sub: Submission, name: str, target: Target) -> int:
+    ctl = OarCtl(target.runner, target.timeout)
     command = oar_command(sub, target.site)
     try:
-        (job_id, *_) = OarCtl(target.runner, target.timeout).submit(
-            oarsub_options(sub, name), command)
+        if sub.mpi:
+            path = f"{OAR_SCRIPT_DIR}/{secrets.token_hex(8)}.sh"
+            ctl.write(path, oar_mpi_script(sub, target.site))
+            command = f"bash {path}"
+        (job_id, *_) = ctl.submit(oarsub_options(sub, name), command)
     except ExternalError as exc:
         raise ExternalError(f"on {target.site}: {exc}") from None
     return job_id
