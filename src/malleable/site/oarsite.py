@@ -63,8 +63,6 @@ class SiteOar(OarCluster):
 
     capabilities: frozenset[Capability] = frozenset({Capability.SHRINK, Capability.EXPAND})
     """Declared for the site; a job is resized only while its agent is connected."""
-    released_idle: bool = True
-    """Released extensions' nodes count as idle at once (see :class:`OarCluster`)."""
     account: str = ""
     """The service's OAR user (default: this process's user); its own jobs are not users'."""
     found: dict[int, Found] = field(default_factory=dict)
