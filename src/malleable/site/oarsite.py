@@ -38,6 +38,7 @@ import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 from malleable.adapters.oar.cluster import OarCluster, _Mine
 from malleable.adapters.oar.ctl import Poll
@@ -60,6 +61,10 @@ OAR_USER = "oar"
 @dataclass
 class SiteOar(OarCluster):
     """An OAR site of the site service (see the module docstring)."""
+
+    kind: ClassVar[str] = "oar"
+    id_key: ClassVar[str] = "oar_id"
+    """How log lines and ``manager status`` name a job's id on this site."""
 
     capabilities: frozenset[Capability] = frozenset({Capability.SHRINK, Capability.EXPAND})
     """Declared for the site; a job is resized only while its agent is connected."""
