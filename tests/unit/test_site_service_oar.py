@@ -196,6 +196,30 @@ def test_a_copy_on_another_oar_site_is_deleted_as_oar(tmp_path: Path) -> None:
     service.close()
 
 
+def test_a_deleted_copy_oar_still_lists_is_not_deleted_again(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """OAR lists a deleted held job (still ``Hold``) a while; the service deleted it again
+    at its next poll and logged ``copy_cancel_failed`` (seen on das3-mixed)."""
+    sites = Sites(oar=("grid", "lab"))
+    sites.oar["lab"].finishing = 4  # commands: about as many cycles
+    first = _submit(sites.oar["grid"], "alice", 1, 2, 1, sub="s1")
+    second = _submit(sites.oar["lab"], "alice", 1, 2, 1, sub="s1")
+    service, driver = _open(tmp_path, sites)
+    with caplog.at_level(logging.INFO, "malleable.site"):
+        _cycle(driver, 2)
+        assert service.manager.cluster_of("alice:s1") == "grid" and first.state == "Running"
+        assert second.state == "Hold" and second.fragged  # deleted, still listed
+        _cycle(driver, 6)
+    deletes = [c for c in sites.oar["lab"].calls if c[:5] == [*SUDO, "oardel"]]
+    assert deletes == [[*SUDO, "oardel", str(second.job_id)]]
+    assert second.state == "Error" and second.events == ["FRAG_JOB_REQUEST"]
+    lines = [r.getMessage() for r in caplog.records]
+    assert sum("event=copy_cancel " in line for line in lines) == 1, lines
+    assert not any("copy_cancel_failed" in line for line in lines)
+    assert service.manager.records["alice:s1"].state is JobState.RUNNING
+    service.close()
+
+
 @pytest.mark.parametrize("busy", ["vu", "grid"])
 def test_a_mixed_service_places_one_copy_and_cancels_the_other(tmp_path: Path,
                                                                busy: str) -> None:

@@ -81,6 +81,8 @@ class SiteOar(OarCluster):
     resizes: list[ResizeResult] = field(default_factory=list)
     """Always empty: OAR resizes are answered at once (no pending answers)."""
     _too_small: set[str] = field(default_factory=set)
+    _deleted: set[int] = field(default_factory=set)
+    """Copies deleted that OAR may still list (``Hold``) a while: not copies any more."""
     _no_agent: set[str] = field(default_factory=set)
     """Jobs whose missing agent was logged (once)."""
 
@@ -103,8 +105,10 @@ class SiteOar(OarCluster):
 
     def _discover(self, poll: Poll) -> None:
         by_id = {j.job_id: j for j in poll.jobs}
-        seen = discover((j for j in poll.jobs if j.state_raw != "Finishing"), self.name,
-                        self.account)
+        self._deleted &= by_id.keys()
+        seen = discover((j for j in poll.jobs
+                         if j.state_raw != "Finishing" and j.job_id not in self._deleted),
+                        self.name, self.account)
         for oar_id, reason in seen.refused.items():
             self._ignore(by_id[oar_id], reason)
         self.found = {i: self._found(t, by_id[i]) for i, t in seen.found.items()
@@ -311,6 +315,7 @@ class SiteOar(OarCluster):
             logger.warning("event=copy_cancel_failed site=%s oar_id=%d reason=%r", self.name,
                            oar_id, (result.stdout + result.stderr).strip()[:200])
             return
+        self._deleted.add(oar_id)
         logger.info("event=copy_cancelled site=%s oar_id=%d", self.name, oar_id)
 
     def slurm_id(self, job_id: str) -> int | None:
