@@ -18,7 +18,7 @@ multimedian (5) and leiden (3), 16 containers. The service runs in vu's controll
 
 Every job completes (read on the sites too: sacct, oarstat -fJ) and nothing of alice's or
 bob's is left in any queue. Prints the bring-up time and, per job, its site, sizes and end
-state. Not run by default (a 16-container testbed, about 5 minutes on the 2-core machine):
+state. Not run by default (a 16-container testbed, 4 to 5 minutes on the 2-core machine):
 ``MALLEABLE_DAS3_MIXED=1`` with ``--integration`` selects it.
 """
 

@@ -414,7 +414,7 @@ def test_a_second_running_copy_with_the_same_id_is_logged_once_and_left_alone(
     with caplog.at_level(logging.WARNING):
         _cycle(driver, 3)
     duplicates = [r.getMessage() for r in caplog.records if "event=duplicate" in r.getMessage()]
-    assert len(duplicates) == 1 and "site=lab" in duplicates[0]
+    assert len(duplicates) == 1 and f"site=lab oar_id={copies[1].job_id} " in duplicates[0]
     assert all(job.state == "Running" for job in copies)
     assert service.manager.cluster_of("alice:s1") == "grid"
     service.close()
