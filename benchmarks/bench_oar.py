@@ -6,8 +6,9 @@
   of 1 node is grown by 2 (two single-node extension jobs submitted in one call, then
   waited on until OAR runs them) and shrunk by 2 (``oardel`` of the extensions),
   ``--samples`` times, over SSH. A grow's time is OAR's scheduling and launch of the
-  extension jobs; a shrink returns once ``oardel`` has answered (the nodes are idle a
-  few seconds later, when OAR has ended the jobs: measured too, as "nodes idle");
+  extension jobs; a shrink returns once ``oardel`` has answered (the adapter's view counts
+  the nodes idle from then on; OAR frees them a few seconds later, when it has ended the
+  jobs: measured too, as "nodes idle", from OAR's own poll);
 * with ``--mixed``: the bring-up time of ``das3-mixed`` (3 Slurm and 2 OAR sites,
   272 nodes) and its take-down.
 
@@ -53,6 +54,14 @@ def wait(predicate: object, timeout: float, what: str) -> float:
     return time.monotonic() - began
 
 
+def oar_idle(oar: OarCluster) -> int:
+    """Usable nodes no OAR job holds (``Finishing`` ones included), from a fresh poll: the
+    adapter's view counts released extensions' nodes idle at once."""
+    poll = oar.ctl.poll()
+    held = {a for j in poll.jobs if j.holds_nodes for a in j.nodes}
+    return sum(n.usable and n.address not in held for n in poll.nodes)
+
+
 def resize_latency(tb: Testbed, samples: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "clusters.toml"
@@ -79,7 +88,7 @@ def resize_latency(tb: Testbed, samples: int) -> None:
             if oar.request_shrink("bench-1", 2, True) != 2:
                 raise SystemExit("shrink by 2 refused")
             shrink.append(time.monotonic() - began)
-            wait(lambda: oar.observe().idle == 3, 60, "the released nodes to be idle")
+            wait(lambda: oar_idle(oar) == 3, 60, "the released nodes to be idle in OAR")
             idle.append(time.monotonic() - began)
     finally:
         oar.cancel("bench-1")

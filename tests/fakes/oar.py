@@ -7,7 +7,9 @@ job ends in Error with FRAG_JOB_REQUEST), ``oarnodes -J`` and ``oarstat -J`` in 
 ``oarstat -fJ -j ...`` (ended jobs too) and the script written into the shared home.
 ``start_delay`` keeps a job waiting for that many commands (OAR's scheduling latency).
 ``finishing`` keeps a deleted running job ``Finishing`` (listed by ``oarstat -J``, its
-nodes held) for that many commands before it ends in Error, as OAR does for a while.
+nodes held) for that many commands before it ends in Error, as OAR does for a while, and a
+deleted held job ``Hold`` (its deletion requested) as long; deleting it again meanwhile
+fails with OAR's "already killed" (seen on the testbed; the exit code 1 is the fake's).
 A node in ``absent`` shows ``Absent`` (an administrator's drain: its jobs go on). A node
 in ``dead`` shows ``Suspected`` (finaud found it down) and takes no new job; a running job
 there is not ended by ``oardel`` (it gets FRAG_JOB_REQUEST and stays Running,
@@ -54,6 +56,8 @@ class FakeOarJob:
     walltime: int = 7200
     outputs: tuple[str, ...] = ()
     owner: str = "malleable"
+    fragged: bool = False
+    """A held job whose deletion OAR has not carried out yet."""
 
 
 @dataclass
@@ -114,10 +118,10 @@ class FakeOar:
 
     def _schedule(self) -> None:
         for job in self.jobs.values():
-            if job.state == "Finishing":
+            if job.state == "Finishing" or job.fragged:
                 job.wait -= 1
                 if job.wait <= 0:
-                    job.state, job.stop = "Error", self.now
+                    job.state, job.stop, job.fragged = "Error", self.now, False
         for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
             if job.state != "Waiting":
                 continue
@@ -181,8 +185,12 @@ class FakeOar:
             self._schedule()
             return Result(0, "".join(f"[{i}] Resume request was sent to the OAR server.\n"
                                      for i in ids), "")
+        killed = [i for i in ids if i in self.jobs and self.jobs[i].fragged]
         for job_id in ids:
             self._delete(job_id)
+        if killed:
+            return Result(1, "".join(f"Deleting the job = {i} ...ERROR.\nCannot frag {i} ; "
+                                     "This job was already killed.\n" for i in killed), "")
         return Result(0, "", "")
 
     def _oarsub(self, count: int, args: list[str]) -> Result:
@@ -213,9 +221,12 @@ class FakeOar:
 
     def _delete(self, job_id: int) -> None:
         job = self.jobs.get(job_id)
-        if job is None or job.state in _ENDED:
+        if job is None or job.state in _ENDED or job.fragged:
             return
         job.events.append("FRAG_JOB_REQUEST")
+        if job.state == "Hold" and self.finishing > 0:
+            job.fragged, job.wait = True, self.finishing
+            return
         if job.state == "Running" and self.dead & set(job.nodes):
             return  # oarexec cannot be reached: the job stays Running
         if job.state == "Running" and self.finishing > 0:

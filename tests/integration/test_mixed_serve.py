@@ -113,7 +113,7 @@ def _managed(serve: Serve, site: str, native: str) -> str:
     """The service's id of the job it found on ``site`` as ``native``."""
     def find() -> str:
         return next((j["id"] for j in serve.status().get("jobs", ())
-                     if j["site"] == site and str(j["slurm_id"]) == native), "")
+                     if j["site"] == site and str(j["native_id"]) == native), "")
 
     wait_for(lambda: bool(find()), 60, f"the service to adopt {site} job {native}",
              explain=lambda: serve.text()[-3000:])
@@ -142,7 +142,7 @@ def test_one_service_over_a_slurm_and_an_oar_site(
     assert both.startswith("alice:")
     (on_grid,) = [i for i, j in oar_jobs(tb, "grid").items() if j["owner"] == "alice"]
     _completed(serve, both)
-    assert (serve.job(both)["site"], serve.job(both)["slurm_id"]) == ("grid", on_grid)
+    assert (serve.job(both)["site"], serve.job(both)["native_id"]) == ("grid", on_grid)
     (ran,) = parse_oarstat(tb.exec("grid", ["oarstat", "-fJ", "-j", str(on_grid)],
                                    check=True).stdout)
     assert (ran.owner, ran.state_raw, ran.exit_code) == ("alice", "Terminated", 0)
@@ -180,6 +180,7 @@ def test_one_service_over_a_slurm_and_an_oar_site(
     assert not oar_jobs(tb, "grid", bob_grid)[bob_grid]["events"]
     log = serve.text()
     assert not re.search(rf"slurm_id={bob_vu}\b|oar_id={bob_grid}\b", log)
+    assert not re.search(r"site=grid slurm_id=", log)  # an OAR id is oar_id=
 
     # bob's vu job ends: vu (3 free) has more room than grid (2), so a second two-site job
     # goes to vu, is grown there to its maximum, completes, and its OAR copy is deleted
@@ -191,7 +192,7 @@ def test_one_service_over_a_slurm_and_an_oar_site(
                     if j["owner"] == "alice" and j["state"] == "Hold"]
     wait_for(lambda: serve.job(again).get("site") == "vu", 120, "the vu copy placed",
              explain=lambda: serve.text()[-3000:])
-    grown = str(serve.job(again)["slurm_id"])
+    grown = str(serve.job(again)["native_id"])
     wait_for(lambda: _scontrol(tb, grown).get("NumNodes") == "3", 120, "the vu copy grown to 3",
              explain=lambda: site_state(tb, "vu"))
     wait_for(lambda: oar_state(tb, "grid", grid_copy) == "Error", 120, "the grid copy deleted")

@@ -126,7 +126,7 @@ def test_alice_s_job_grows_and_shrinks_through_her_agent(
                       "--service", CHANNEL, "--site", "grid", "--job", str(base),
                       "--run-dir", "/tmp/bob-oag"], user="bob", timeout=60)
     refused = _events(serve.text(), "channel_refused")
-    assert any(e.get("user") == "bob" and e.get("slurm_id") == str(base) for e in refused)
+    assert any(e.get("user") == "bob" and e.get("oar_id") == str(base) for e in refused)
     assert serve.job(job_id).get("size") == 3
     for _ in range(ROUNDS):
         bob = _service_id(serve, "bob", int(_submit(bob_cfg, capsys, 2, 2, "sleep", "10")))
@@ -162,7 +162,7 @@ def _service_id(serve: Serve, user: str, oar_id: int) -> str:
     """The service's id of a user's OAR job, once the service adopted it."""
     def adopted() -> list[str]:
         return [str(j["id"]) for j in serve.status().get("jobs", ())
-                if j.get("user") == user and j.get("slurm_id") == oar_id]
+                if j.get("user") == user and j.get("native_id") == oar_id]
     wait_for(lambda: bool(adopted()), 120, f"{user}'s job {oar_id} adopted",
              explain=lambda: serve.text()[-3000:])
     return adopted()[0]

@@ -98,7 +98,7 @@ def test_the_service_runs_alice_s_job_on_one_site_and_deletes_her_other_copy(
              f"alice's job {job_id} completed by the service",
              explain=lambda: serve.text()[-3000:])
     assert serve.job(job_id)["site"] == "grid"
-    assert serve.job(job_id)["slurm_id"] == on_grid
+    assert serve.job(job_id)["native_id"] == on_grid
     (ran,) = parse_oarstat(oar.exec("grid", ["oarstat", "-fJ", "-j", str(on_grid)],
                                     check=True).stdout)
     assert (ran.owner, ran.state_raw, ran.exit_code) == ("alice", "Terminated", 0)

@@ -12,7 +12,9 @@ from malleable.adapters.oar.cluster import OarCluster, job_name
 from malleable.adapters.oar.ctl import OarCtl
 from malleable.adapters.oar.payload import OarPayload
 from malleable.clock import ScaledClock
+from malleable.manager import Manager
 from malleable.model import JobKind, JobSpec, JobState
+from malleable.policies.koala import KoalaPolicy
 from malleable.store import Store
 from tests.fakes.oar import FakeOar
 from tests.fakes.slurm import node_names
@@ -337,3 +339,28 @@ def test_absent_nodes_are_not_dead_and_node_failures_come_back_after_a_restart(
     again.restore_node_failures(store.node_failures("grid"))
     assert again.node_failures == oar.node_failures != []
     store.close()
+
+
+def test_pwa_shrinks_once_for_a_waiting_job_while_oar_finishes_the_released_extension() -> None:
+    """``manager run`` on OAR: a released extension stays ``Finishing`` for a while; were its
+    node busy in the view, PWA would shrink the job again for the same waiting job (3 -> 2
+    -> 1, seen with ``manager serve`` on the testbed)."""
+    fake, oar = _site(nodes=4)
+    fake.finishing = 6  # commands: several manager cycles
+    manager = Manager(KoalaPolicy.named("pwa", "fpsma"), {"grid": oar})
+    manager.submit(_malleable("a", low=1, high=3, size=3))
+    for now in range(3):
+        manager.cycle(float(now))
+    assert manager.records["a"].sizes[-1][1] == 3 and oar.observe().idle == 1
+    manager.submit(JobSpec("b", JobKind.RIGID, 2, 2, 2, app="fixed", runtime=100.0))
+    sizes: list[int] = []
+    finishing = 0
+    for now in range(3, 12):
+        manager.cycle(float(now))
+        sizes.append(manager.records["a"].sizes[-1][1])
+        finishing += any(j.state == "Finishing" for j in fake.jobs.values())
+    assert finishing >= 2  # the released extension outlived more than one cycle
+    assert min(sizes) == 2 and sizes[-1] == 2, sizes
+    assert manager.records["b"].sizes and manager.records["b"].sizes[-1][1] == 2
+    shrinks = [o for o in manager.operations if o.job_id == "a" and o.kind == "shrink"]
+    assert len(shrinks) == 1, shrinks

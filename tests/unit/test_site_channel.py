@@ -149,6 +149,24 @@ def test_others_cannot_open_a_jobs_channel(server: ChannelServer, run_dir: Path,
     assert outcome == [False] and server.session("vu", job) is None
     [line] = [r.getMessage() for r in caplog.records if r.name == "malleable.site.channel"]
     assert "event=channel_refused" in line and reason in line
+    assert f"site=vu native_id={job} " in line  # no service told the channel vu's kind
+
+
+def test_the_channel_names_a_job_s_id_as_the_service_says(
+        server: ChannelServer, run_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
+    server.id_key = {"vu": "oar_id"}.__getitem__
+    caplog.set_level(logging.INFO, "malleable.site.channel")
+    connect(server, run_dir, 42, "bob")
+    settle_until(server, lambda: server.refused == 1)
+    thread, _ = connect(server, run_dir)
+    settle_until(server, lambda: server.session("vu", 42) is not None)
+    lines = [r.getMessage() for r in caplog.records if "event=channel_" in r.getMessage()]
+    assert any("event=channel_refused site=vu oar_id=42 " in line for line in lines), lines
+    assert any("event=channel_open site=vu oar_id=42 user=alice" in line for line in lines)
+    session = server.session("vu", 42)
+    assert session is not None
+    session.close()
+    thread.join(10)
 
 
 def test_a_credential_unmunge_refuses_is_refused(server: ChannelServer, run_dir: Path,

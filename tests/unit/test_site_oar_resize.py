@@ -237,9 +237,7 @@ def test_released_nodes_count_as_idle_while_oar_finishes_their_jobs(tmp_path: Pa
     (finishing,) = world.extensions(alice, "Finishing")
     view = world.adapter.observe()
     assert view.idle == 2 and view.running["alice:a1"].size == 2
-    world.adapter.released_idle = False  # the manager-run adapter's view
-    world.adapter.invalidate()
-    assert world.adapter.observe().idle == 1 and finishing.state == "Finishing"
+    assert finishing.state == "Finishing"  # OAR still holds its node
     world.service.close()
 
 

@@ -226,10 +226,10 @@ def test_status_and_metrics_show_jobs_and_resizes(tmp_path: Path) -> None:
     _cycle(driver, 3)
     status = service.status()
     assert status["policy"]["name"] == "fpsma" and status["cycles"] == 3
-    assert status["sites"][0]["online"] is True
+    assert status["sites"][0]["online"] is True and status["sites"][0]["kind"] == "slurm"
     [job] = status["jobs"]
     assert job == {"id": "alice:m", "user": "alice", "state": "running", "site": "vu",
-                   "slurm_id": alice.job_id, "size": 4, "min": 1, "max": 4, "copies": [],
+                   "native_id": alice.job_id, "size": 4, "min": 1, "max": 4, "copies": [],
                    "resizes": 1}
     text = generate_latest(service.metrics.registry).decode()
     assert 'malleable_resizes_total{kind="grow",outcome="done"} 1.0' in text

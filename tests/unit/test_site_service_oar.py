@@ -15,6 +15,7 @@ import pytest
 
 from malleable.adapters.oar.ctl import OarCtl
 from malleable.adapters.slurm.ctl import SlurmCtl
+from malleable.commands.serve import _print_status
 from malleable.config import SiteConfig
 from malleable.errors import InputError
 from malleable.model import JobState
@@ -51,11 +52,14 @@ class Sites:
             return OarCtl(self.oar[site.name])
         return SlurmCtl(self.slurm[site.name], user=ACCOUNT)
 
-    def config(self, tmp_path: Path, approach: str = "pra") -> Any:
+    def config(self, tmp_path: Path, approach: str = "pra", channel: str = "") -> Any:
         clusters: dict[str, dict[str, str]] = {n: {"kind": "oar", "host": f"{n}-ctl"}
                                                for n in self.oar}
         clusters.update({n: {} for n in self.slurm})
-        doc = {"service": {"state": str(tmp_path / "state.sqlite"), "poll": 1.0},
+        service: dict[str, Any] = {"state": str(tmp_path / "state.sqlite"), "poll": 1.0}
+        if channel:
+            service["channel"] = channel
+        doc = {"service": service,
                "policy": {"name": "fpsma", "options": {"approach": approach}},
                "ssh": {"user": ACCOUNT, "key": "id", "known_hosts": "known"},
                "clusters": clusters}
@@ -128,7 +132,7 @@ def test_alice_s_held_job_is_resumed_as_oar_and_bob_s_job_left_alone(tmp_path: P
     fake.finish(alice.job_id)
     _cycle(driver, 2)
     assert record.state is JobState.COMPLETED
-    assert service.status()["jobs"][0]["slurm_id"] == alice.job_id
+    assert service.status()["jobs"][0]["native_id"] == alice.job_id
     service.close()
 
 
@@ -188,6 +192,30 @@ def test_a_copy_on_another_oar_site_is_deleted_as_oar(tmp_path: Path) -> None:
     assert [*SUDO, "oardel", str(first.job_id)] in sites.oar["grid"].calls
     assert first.state == "Error" and first.events == ["FRAG_JOB_REQUEST"]
     _cycle(driver, 2)
+    assert service.manager.records["alice:s1"].state is JobState.RUNNING
+    service.close()
+
+
+def test_a_deleted_copy_oar_still_lists_is_not_deleted_again(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """OAR lists a deleted held job (still ``Hold``) a while; the service deleted it again
+    at its next poll and logged ``copy_cancel_failed`` (seen on das3-mixed)."""
+    sites = Sites(oar=("grid", "lab"))
+    sites.oar["lab"].finishing = 4  # commands: about as many cycles
+    first = _submit(sites.oar["grid"], "alice", 1, 2, 1, sub="s1")
+    second = _submit(sites.oar["lab"], "alice", 1, 2, 1, sub="s1")
+    service, driver = _open(tmp_path, sites)
+    with caplog.at_level(logging.INFO, "malleable.site"):
+        _cycle(driver, 2)
+        assert service.manager.cluster_of("alice:s1") == "grid" and first.state == "Running"
+        assert second.state == "Hold" and second.fragged  # deleted, still listed
+        _cycle(driver, 6)
+    deletes = [c for c in sites.oar["lab"].calls if c[:5] == [*SUDO, "oardel"]]
+    assert deletes == [[*SUDO, "oardel", str(second.job_id)]]
+    assert second.state == "Error" and second.events == ["FRAG_JOB_REQUEST"]
+    lines = [r.getMessage() for r in caplog.records]
+    assert sum("event=copy_cancel " in line for line in lines) == 1, lines
+    assert not any("copy_cancel_failed" in line for line in lines)
     assert service.manager.records["alice:s1"].state is JobState.RUNNING
     service.close()
 
@@ -386,7 +414,47 @@ def test_a_second_running_copy_with_the_same_id_is_logged_once_and_left_alone(
     with caplog.at_level(logging.WARNING):
         _cycle(driver, 3)
     duplicates = [r.getMessage() for r in caplog.records if "event=duplicate" in r.getMessage()]
-    assert len(duplicates) == 1 and "site=lab" in duplicates[0]
+    assert len(duplicates) == 1 and f"site=lab oar_id={copies[1].job_id} " in duplicates[0]
     assert all(job.state == "Running" for job in copies)
     assert service.manager.cluster_of("alice:s1") == "grid"
     service.close()
+
+
+def test_log_lines_and_status_name_a_job_s_id_by_its_site_s_kind(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``oar_id=`` on an OAR site, ``slurm_id=`` on a Slurm one (the daemon's and the
+    channel's lines too, which said ``slurm_id=`` for OAR jobs); the status says each
+    site's kind and each job's ``native_id``."""
+    sites = Sites(oar=("grid",), slurm=("vu",))
+    on_grid = _submit(sites.oar["grid"], "alice", 1, 2, 1, sub="k1")
+    on_vu = _slurm_submit(sites.slurm["vu"], "alice", 1, 2, 1, sub="k1")
+    service, driver = _open(tmp_path, sites, channel="127.0.0.1:0")
+    with caplog.at_level(logging.INFO, "malleable.site"):
+        _cycle(driver, 3)
+    lines = [r.getMessage() for r in caplog.records if "event=" in r.getMessage()]
+    assert any(f"event=adopted job=alice:k1 user=alice site=grid oar_id={on_grid.job_id} "
+               "state=waiting" in line for line in lines), lines  # seen first on grid
+    placed = service.manager.cluster_of("alice:k1")
+    assert placed == "grid"  # the first site of the config, the first of the PRA's WF ties
+    assert any(f"event=copy_cancel job=alice:k1 site=vu slurm_id={on_vu.job_id} "
+               "placed_on=grid" in line for line in lines), lines
+    assert not any("site=grid slurm_id=" in line for line in lines), lines
+    assert (service.id_key("grid"), service.id_key("vu"), service.id_key("gone")) == \
+        ("oar_id", "slurm_id", "native_id")
+    assert service.channel is not None and service.channel.id_key("grid") == "oar_id"
+    status = service.status()
+    assert {s["name"]: s["kind"] for s in status["sites"]} == {"grid": "oar", "vu": "slurm"}
+    [job] = status["jobs"]
+    assert (job["site"], job["native_id"]) == (placed, service.adapters[placed].slurm_id(
+        "alice:k1")) and "slurm_id" not in job
+    service.close()
+    _print_status({**status, "running": True, "stale": False, "pending_resizes": []})
+    shown = capsys.readouterr().out
+    assert f"job alice:k1: running, 1 nodes in [1, 2], grid, OAR job {on_grid.job_id}\n" in shown
+    older = {**status, "running": False, "stale": True, "pending_resizes": [],
+             "sites": [{k: v for k, v in s.items() if k != "kind"} for s in status["sites"]],
+             "jobs": [{**{k: v for k, v in job.items() if k != "native_id"},
+                       "slurm_id": on_grid.job_id}]}
+    _print_status(older)  # the status file of a service older than native_id
+    assert f"grid #{on_grid.job_id}\n" in capsys.readouterr().out

@@ -115,6 +115,18 @@ def status(args: argparse.Namespace) -> int:
     return 0
 
 
+#: How ``manager status`` names a job's id by its site's kind.
+KIND_LABELS = {"slurm": "Slurm", "oar": "OAR"}
+
+
+def _where(job: dict[str, Any], kind: str | None) -> str:
+    """``SITE, Slurm job ID`` (``OAR job``); a status file of a service older than the
+    ``native_id`` field (no kind either) gives ``SITE #ID``."""
+    native = job.get("native_id", job.get("slurm_id"))
+    label = KIND_LABELS.get(kind or "")
+    return f"{job['site']}, {label} job {native}" if label else f"{job['site']} #{native}"
+
+
 def _print_status(found: dict[str, Any]) -> None:
     state = "running" if found["running"] and not found["stale"] else \
         "running, but no cycle lately" if found["running"] else "not running"
@@ -128,8 +140,9 @@ def _print_status(found: dict[str, Any]) -> None:
         health = "up" if site["online"] else f"DOWN ({site['last_error']})"
         print(f"site {site['name']}: {health}, {site['nodes']} nodes, {site['idle']} idle, "
               f"reserve {site['reserve']}, {site['ignored_tags']} tags ignored")
+    kinds = {site["name"]: site.get("kind") for site in found["sites"]}
     for job in found["jobs"]:
-        where = f"{job['site']} #{job['slurm_id']}" if job["site"] else \
+        where = _where(job, kinds.get(job["site"])) if job["site"] else \
             "waiting (copies: " + ",".join(job["copies"]) + ")"
         print(f"job {job['id']}: {job['state']}, {job['size']} nodes in "
               f"[{job['min']}, {job['max']}], {where}")

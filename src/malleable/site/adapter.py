@@ -30,6 +30,7 @@ import getpass
 import logging
 import os
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import malleable.adapters.slurm.meta as meta
 from malleable.adapters.slurm.cluster import SlurmCluster, _Mine
@@ -81,6 +82,9 @@ def service_id(user: str, site: str, slurm_id: int, sub: str | None) -> str:
 class SiteSlurm(SlurmCluster):
     """A Slurm site of the site service (see the module docstring)."""
 
+    kind: ClassVar[str] = "slurm"
+    id_key: ClassVar[str] = "slurm_id"
+    """How log lines and ``manager status`` name a job's id on this site."""
     account: str = ""
     """The service's Slurm user (default: the SSH user, or this process's user)."""
     found: dict[int, Found] = field(default_factory=dict)

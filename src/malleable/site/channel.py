@@ -165,6 +165,12 @@ Verifier = Callable[[str, str], Decoded]
 """(site, credential) -> what unmunge says on that site."""
 
 
+def native_key(site: str) -> str:
+    """The log field of a job's id on a site whose kind is not known (a site the service
+    does not have): ``native_id``."""
+    return "native_id"
+
+
 @dataclass
 class ChannelServer:
     """The listening socket and the authenticated sessions (see the module docstring)."""
@@ -176,6 +182,9 @@ class ChannelServer:
     """Seconds a registration may wait for its site to answer a poll before refusal."""
     sessions: dict[tuple[str, int], Session] = field(default_factory=dict)
     refused: int = 0
+    id_key: Callable[[str], str] = native_key
+    """site -> the log field of a job's id there (``slurm_id``, ``oar_id``: the service
+    sets it from its sites)."""
     _queue: queue.Queue[Registration] = field(default_factory=queue.Queue)
     _listener: socket.socket | None = None
     _thread: threading.Thread | None = None
@@ -287,13 +296,14 @@ class ChannelServer:
             str(hello.get("run_dir", "")), str(hello.get("node", "")),
             int(hello.get("seq", 0)) if isinstance(hello.get("seq"), int) else 0,
             reg.sock, reg.reader)
-        logger.info("event=channel_open site=%s slurm_id=%d user=%s peer=%s", site, job,
-                    decoded.user, reg.peer)
+        logger.info("event=channel_open site=%s %s=%d user=%s peer=%s", site,
+                    self.id_key(site), job, decoded.user, reg.peer)
 
     def _refuse(self, reg: Registration, decoded: Decoded, reason: str) -> None:
         self.refused += 1
-        logger.warning("event=channel_refused site=%s slurm_id=%s peer=%s user=%s "
-                       "reason=%r", reg.site, reg.job, reg.peer, decoded.user or "?", reason)
+        logger.warning("event=channel_refused site=%s %s=%s peer=%s user=%s reason=%r",
+                       reg.site, self.id_key(reg.site), reg.job, reg.peer,
+                       decoded.user or "?", reason)
         with contextlib.suppress(OSError):
             send(reg.sock, {"ok": False, "error": reason})
         reg.sock.close()

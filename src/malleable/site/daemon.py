@@ -49,7 +49,7 @@ from malleable.manager import Manager
 from malleable.policies.registry import PolicySpec
 from malleable.realtime import Outcome, RealtimeDriver
 from malleable.site.adapter import Found, SiteSlurm
-from malleable.site.channel import ChannelServer, Decoded, NotNow, unmunge
+from malleable.site.channel import ChannelServer, Decoded, NotNow, native_key, unmunge
 from malleable.site.config import ServiceConfig, load_service_config
 from malleable.site.metrics import ServiceMetrics
 from malleable.site.oarsite import SiteOar
@@ -102,6 +102,15 @@ class SiteService:
     _duplicates: set[tuple[str, int]] = field(default_factory=set)
     """Running copies reported as duplicates (site, native id): logged once."""
 
+    def __post_init__(self) -> None:
+        if self.channel is not None:
+            self.channel.id_key = self.id_key
+
+    def id_key(self, site: str) -> str:
+        """The log field of a job's id on ``site``: ``slurm_id`` or ``oar_id`` by its kind."""
+        adapter = self.adapters.get(site)
+        return adapter.id_key if adapter is not None else native_key(site)
+
     # ------------------------------------------------------------ discovery
 
     def fresh(self, name: str) -> bool:
@@ -147,9 +156,9 @@ class SiteService:
         record = self.manager.records.get(found.job_id)
         if record is None:
             self.manager.submit(found.spec(now))
-            logger.info("event=adopted job=%s user=%s site=%s slurm_id=%d state=waiting "
-                        "min=%d max=%d", found.job_id, found.user, found.site, found.slurm_id,
-                        found.tag.min_size, found.tag.max_size)
+            logger.info("event=adopted job=%s user=%s site=%s %s=%d state=waiting "
+                        "min=%d max=%d", found.job_id, found.user, found.site, adapter.id_key,
+                        found.slurm_id, found.tag.min_size, found.tag.max_size)
         elif record.state.finished:
             return
         placed = self.manager.cluster_of(found.job_id)
@@ -160,8 +169,8 @@ class SiteService:
             else None
         # native ids are per site: the copy placed is the same site's same id
         if followed is not None and (placed, followed) != (adapter.name, found.slurm_id):
-            logger.info("event=copy_cancel job=%s site=%s slurm_id=%d placed_on=%s",
-                        found.job_id, adapter.name, found.slurm_id, placed)
+            logger.info("event=copy_cancel job=%s site=%s %s=%d placed_on=%s",
+                        found.job_id, adapter.name, adapter.id_key, found.slurm_id, placed)
             adapter.cancel_copy(found.slurm_id)
 
     def _running(self, adapter: ServiceSite, found: Found, now: float) -> None:
@@ -173,18 +182,18 @@ class SiteService:
         if self.manager.take_placed(found.job_id, adapter.name, found.nodes, now):
             adapter.adopt(found.spec(now), found.slurm_id, requested=found.nodes)
             self.store.slurm_submitted(adapter.name, found.job_id, found.slurm_id)
-            logger.info("event=adopted job=%s user=%s site=%s slurm_id=%d state=running "
-                        "nodes=%d", found.job_id, found.user, adapter.name, found.slurm_id,
-                        found.nodes)
+            logger.info("event=adopted job=%s user=%s site=%s %s=%d state=running "
+                        "nodes=%d", found.job_id, found.user, adapter.name, adapter.id_key,
+                        found.slurm_id, found.nodes)
             return
         placed = self.manager.cluster_of(found.job_id)
         mine = self.adapters[placed].slurm_id(found.job_id) if placed in self.adapters else None
         here = (adapter.name, found.slurm_id)
         if (placed, mine) != here and here not in self._duplicates:
             self._duplicates.add(here)
-            logger.warning("event=duplicate job=%s site=%s slurm_id=%d reason='another copy "
+            logger.warning("event=duplicate job=%s site=%s %s=%d reason='another copy "
                            "of the job runs; this one is left alone'", found.job_id,
-                           adapter.name, found.slurm_id)
+                           adapter.name, adapter.id_key, found.slurm_id)
 
     # ------------------------------------------------------------ after each cycle
 
@@ -275,6 +284,7 @@ class SiteService:
         return {"name": name, "online": self.fresh(name), "last_error": health.last_error,
                 "failures": health.total_failures, "nodes": view.nodes if view else None,
                 "idle": view.idle if view else None, "reserve": adapter.reserve,
+                "kind": adapter.kind,
                 "ignored_tags": len(adapter.ignored)}
 
     def _jobs(self) -> Iterator[dict[str, Any]]:
@@ -283,7 +293,7 @@ class SiteService:
             adapter = self.adapters.get(site or "")
             sizes = record.sizes
             yield {"id": job_id, "user": record.spec.user, "state": record.state.value,
-                   "site": site, "slurm_id": adapter.slurm_id(job_id) if adapter else None,
+                   "site": site, "native_id": adapter.slurm_id(job_id) if adapter else None,
                    "size": sizes[-1][1] if sizes and not record.state.finished else 0,
                    "min": record.spec.min_size, "max": record.spec.max_size,
                    "copies": sorted(self.copies.get(job_id, ())),

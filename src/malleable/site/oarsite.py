@@ -44,6 +44,7 @@ import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 from malleable.adapters.oar.cluster import OarCluster, _Mine
 from malleable.adapters.oar.ctl import Poll
@@ -75,10 +76,12 @@ MPI_GROW_WAIT = 60.0
 class SiteOar(OarCluster):
     """An OAR site of the site service (see the module docstring)."""
 
+    kind: ClassVar[str] = "oar"
+    id_key: ClassVar[str] = "oar_id"
+    """How log lines and ``manager status`` name a job's id on this site."""
+
     capabilities: frozenset[Capability] = frozenset({Capability.SHRINK, Capability.EXPAND})
     """Declared for the site; a job is resized only while its agent is connected."""
-    released_idle: bool = True
-    """Released extensions' nodes count as idle at once (see :class:`OarCluster`)."""
     account: str = ""
     """The service's OAR user (default: this process's user); its own jobs are not users'."""
     found: dict[int, Found] = field(default_factory=dict)
@@ -96,6 +99,8 @@ class SiteOar(OarCluster):
     _mpi: set[str] = field(default_factory=set)
     """Jobs placed here that were submitted ``--mpi``."""
     _too_small: set[str] = field(default_factory=set)
+    _deleted: set[int] = field(default_factory=set)
+    """Copies deleted that OAR may still list (``Hold``) a while: not copies any more."""
     _no_agent: set[str] = field(default_factory=set)
     """Jobs whose missing agent was logged (once)."""
 
@@ -118,8 +123,10 @@ class SiteOar(OarCluster):
 
     def _discover(self, poll: Poll) -> None:
         by_id = {j.job_id: j for j in poll.jobs}
-        seen = discover((j for j in poll.jobs if j.state_raw != "Finishing"), self.name,
-                        self.account)
+        self._deleted &= by_id.keys()
+        seen = discover((j for j in poll.jobs
+                         if j.state_raw != "Finishing" and j.job_id not in self._deleted),
+                        self.name, self.account)
         for oar_id, reason in seen.refused.items():
             self._ignore(by_id[oar_id], reason)
         self.found = {i: self._found(t, by_id[i]) for i, t in seen.found.items()
@@ -400,6 +407,7 @@ class SiteOar(OarCluster):
             logger.warning("event=copy_cancel_failed site=%s oar_id=%d reason=%r", self.name,
                            oar_id, (result.stdout + result.stderr).strip()[:200])
             return
+        self._deleted.add(oar_id)
         logger.info("event=copy_cancelled site=%s oar_id=%d", self.name, oar_id)
 
     def slurm_id(self, job_id: str) -> int | None:

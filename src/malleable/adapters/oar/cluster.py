@@ -17,7 +17,11 @@ base and of its running extensions.
   through its own ssh and ``oarexec``) until OAR runs them; those not running by then are
   deleted and not counted (a refusal costs that wait).
 * **Shrink** by ``k``: ``oardel`` of the ``k`` newest extensions; the size drops at once,
-  the nodes are idle once OAR has ended those jobs. A job never shrinks below its base.
+  and so do the nodes held: the view counts them idle at once, although OAR lists the
+  deleted jobs ``Finishing`` (holding their nodes) for a second or more. A view that showed
+  them busy made a policy shrink again for the same waiting job (PWA: 3 -> 2 -> 1 for one
+  2-node job); a job placed or grown there meanwhile waits in OAR's queue that moment
+  (a grow's wait, ``grow_wait``, is far longer). A job never shrinks below its base.
 * **Dead nodes**: OAR 2.5 does not end a job whose node died (its server is detached
   from the job, and even ``oardel`` cannot reach the node: the job stays ``Running``
   until Leon exterminates it minutes later). Its node turns ``Suspected`` when finaud
@@ -130,11 +134,6 @@ class OarCluster:
     _abandoned: set[str] = field(default_factory=set)
     """Jobs let go of (:meth:`abandon`) whose OAR jobs may still be there."""
     _abandoned_lock: threading.Lock = field(default_factory=threading.Lock)
-    released_idle: bool = False
-    """Count the nodes of released extension jobs that OAR still lists (``Finishing``) as
-    idle: a job placed there waits in OAR's queue a moment, where a view that shows them
-    busy makes a policy shrink again for the same waiting job (the site service sets it:
-    its placement is an ``oarresume``, queued by OAR until the nodes are free)."""
     node_failures: list[dict[str, object]] = field(default_factory=list)
     """One entry per managed job found on dead nodes: its job, OAR job ids, the dead
     nodes, and what was done (``shed``: extensions deleted; ``failed``: its base job's node
@@ -203,8 +202,9 @@ class OarCluster:
 
     def _view(self, poll: Poll) -> ClusterView:
         usable = {n.address for n in poll.nodes if n.usable}
-        freeing = {e for m in self._mine.values() for e in m.released} \
-            if self.released_idle else set()
+        # Released extensions OAR still lists (Finishing) leave their nodes idle: a job
+        # placed there waits in OAR's queue a moment (module docstring, "Shrink").
+        freeing = {e for m in self._mine.values() for e in m.released}
         busy = {a for j in poll.jobs if j.holds_nodes and j.job_id not in freeing
                 for a in j.nodes}
         held = {j.job_id: len(j.nodes) for j in poll.jobs if j.holds_nodes}
