@@ -18,6 +18,7 @@ import pytest
 
 from malleable.cli import main
 from malleable.testbed import Testbed
+from tests.fakes.waits import wait_for
 from tests.integration.test_slurm_clients import SITE, USER, _package_dir, _tarball
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -69,10 +70,18 @@ def test_koala_quick_as_a_job_array_matches_a_local_run(alice_submitit: Testbed,
     print(f"koala --quick on {SITE}'s login node: local {local_s:.1f} s, "
           f"slurm {slurm_s:.1f} s ({len(manifest)} array tasks)")
     assert len(manifest) == 8 and len(array_jobs) == 1  # one array of 8 tasks
-    accounted = tb.exec(SITE, ["sacct", "--noheader", "--parsable2", "--allocations",
-                               "--jobs", array_jobs.pop(), "--format=User,State"],
-                        check=True).stdout.split()
-    assert accounted == ["alice|COMPLETED"] * 8
+    array_job = array_jobs.pop()
+
+    def accounted() -> list[str]:
+        return tb.exec(SITE, ["sacct", "--noheader", "--parsable2", "--allocations",
+                              "--jobs", array_job, "--format=User,State"],
+                       check=True).stdout.split()
+
+    # submitit has every result as soon as the tasks wrote them; slurmctld sends the tasks'
+    # ends to slurmdbd a moment later (CI saw the check run 2 s after the last end, and fail)
+    wait_for(lambda: accounted() == ["alice|COMPLETED"] * 8, 60,
+             "sacct to show the 8 array tasks COMPLETED", interval=1,
+             explain=lambda: " ".join(accounted()))
     assert (_summary(_read(tb, "koala-slurm/summary.json"))
             == _summary(_read(tb, "koala-local/summary.json")))
     for name in FILES[1:]:  # summary.json differs in "out" only
