@@ -131,7 +131,7 @@ def _service_id(serve: Serve, user: str, oar_id: int) -> str:
     """The service's id of a user's OAR job, once the service adopted it."""
     def adopted() -> list[str]:
         return [str(j["id"]) for j in serve.status().get("jobs", ())
-                if j.get("user") == user and j.get("slurm_id") == oar_id]
+                if j.get("user") == user and j.get("native_id") == oar_id]
     wait_for(lambda: bool(adopted()), 180, f"{user}'s job {oar_id} adopted",
              explain=lambda: serve.text()[-3000:])
     return adopted()[0]
