@@ -22,14 +22,13 @@ from malleable.realtime import Outcome
 from malleable.site import tag as tags
 from malleable.site.agent import Agent
 from malleable.site.channel import ChannelError, ChannelServer, Session
-from malleable.site.config import parse_service_config
 from malleable.site.daemon import ServiceDriver, SiteService, driver_for, open_service
 from malleable.site.oaragent import OarOps, extension_name
 from malleable.site.oarsite import MPI_GROW_WAIT, SiteOar
 from tests.fakes.oar import FakeOar, FakeOarJob
+from tests.fakes.service_config import ACCOUNT, service_config
 from tests.fakes.slurm import settle
 
-ACCOUNT = "malleable"
 #: ``ssh NODE hostname`` as the fake's nodes answer: the node's MPI host name.
 SSH = ("sh", "-c", 'echo "host-$1"', "ssh")
 
@@ -84,19 +83,14 @@ class Program(Session):
         self.closed = True
 
 
-def _config(tmp_path: Path) -> Any:
-    doc = {"service": {"state": str(tmp_path / "state.sqlite"), "poll": 1.0},
-           "policy": {"name": "fpsma", "options": {"approach": "pwa"}},
-           "ssh": {"user": ACCOUNT, "key": "id", "known_hosts": "known"},
-           "clusters": {"grid": {"kind": "oar", "host": "grid-ctl"}}}
-    return parse_service_config(doc, str(tmp_path / "manager.toml"), tmp_path)
 
 
 class World:
     def __init__(self, tmp_path: Path, nodes: int = 4) -> None:
         self.fake = FakeOar([f"grid-n{i}" for i in range(1, nodes + 1)])
         self.tmp = tmp_path
-        self.service: SiteService = open_service(_config(tmp_path), self._ctl)
+        self.service: SiteService = open_service(
+            service_config(tmp_path, approach="pwa"), self._ctl)
         self.driver: ServiceDriver = driver_for(self.service)
         self.channel = ChannelServer("127.0.0.1", 0)
         adapter = self.service.adapters["grid"]

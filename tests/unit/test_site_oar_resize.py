@@ -18,14 +18,13 @@ from malleable.realtime import Outcome
 from malleable.site import tag as tags
 from malleable.site.agent import Agent
 from malleable.site.channel import ChannelError, ChannelServer, Session
-from malleable.site.config import parse_service_config
 from malleable.site.daemon import ServiceDriver, SiteService, driver_for, open_service
 from malleable.site.oaragent import OarOps, extension_name
 from malleable.site.oarsite import SiteOar
 from tests.fakes.oar import FakeOar, FakeOarJob
+from tests.fakes.service_config import ACCOUNT, service_config
 from tests.fakes.slurm import settle
 
-ACCOUNT = "malleable"
 SUDO = ["sudo", "-n", "-u", "oar"]
 
 
@@ -55,19 +54,13 @@ class AgentSession(Session):
         self.closed = True
 
 
-def _config(tmp_path: Path) -> Any:
-    doc = {"service": {"state": str(tmp_path / "state.sqlite"), "poll": 1.0},
-           "policy": {"name": "fpsma", "options": {"approach": "pra"}},
-           "ssh": {"user": ACCOUNT, "key": "id", "known_hosts": "known"},
-           "clusters": {"grid": {"kind": "oar", "host": "grid-ctl"}}}
-    return parse_service_config(doc, str(tmp_path / "manager.toml"), tmp_path)
 
 
 class World:
     def __init__(self, tmp_path: Path, nodes: int = 4) -> None:
         self.fake = FakeOar([f"grid-n{i}" for i in range(1, nodes + 1)])
         self.tmp = tmp_path
-        self.service: SiteService = open_service(_config(tmp_path),
+        self.service: SiteService = open_service(service_config(tmp_path, approach="pra"),
                                                  lambda s: self._ctl(s))
         self.driver: ServiceDriver = driver_for(self.service)
         self.channel = ChannelServer("127.0.0.1", 0)
@@ -254,7 +247,8 @@ def test_after_a_restart_the_extensions_are_the_job_s_again(tmp_path: Path) -> N
     world.service.store.close()  # as after SIGKILL
     again = World.__new__(World)
     again.fake, again.tmp = world.fake, tmp_path
-    again.service = open_service(_config(tmp_path), lambda s: OarCtl(world.fake))
+    again.service = open_service(service_config(tmp_path, approach="pra"),
+                                 lambda s: OarCtl(world.fake))
     again.driver = driver_for(again.service)
     again.channel = ChannelServer("127.0.0.1", 0)
     adapter = again.service.adapters["grid"]

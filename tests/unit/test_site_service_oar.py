@@ -22,7 +22,6 @@ from malleable.model import JobState
 from malleable.realtime import Outcome
 from malleable.resources import Capability
 from malleable.site import tag as tags
-from malleable.site.config import parse_service_config
 from malleable.site.daemon import (
     ServiceDriver,
     SiteService,
@@ -32,9 +31,9 @@ from malleable.site.daemon import (
 )
 from malleable.site.oarsite import SiteOar
 from tests.fakes.oar import FakeOar, FakeOarJob
+from tests.fakes.service_config import ACCOUNT, service_config
 from tests.fakes.slurm import FakeJob, FakeSlurm, node_names, settle
 
-ACCOUNT = "malleable"
 SUDO = ["sudo", "-n", "-u", "oar"]
 
 
@@ -53,17 +52,7 @@ class Sites:
         return SlurmCtl(self.slurm[site.name], user=ACCOUNT)
 
     def config(self, tmp_path: Path, approach: str = "pra", channel: str = "") -> Any:
-        clusters: dict[str, dict[str, str]] = {n: {"kind": "oar", "host": f"{n}-ctl"}
-                                               for n in self.oar}
-        clusters.update({n: {} for n in self.slurm})
-        service: dict[str, Any] = {"state": str(tmp_path / "state.sqlite"), "poll": 1.0}
-        if channel:
-            service["channel"] = channel
-        doc = {"service": service,
-               "policy": {"name": "fpsma", "options": {"approach": approach}},
-               "ssh": {"user": ACCOUNT, "key": "id", "known_hosts": "known"},
-               "clusters": clusters}
-        return parse_service_config(doc, str(tmp_path / "manager.toml"), tmp_path)
+        return service_config(tmp_path, self.oar, self.slurm, approach, channel)
 
 
 def _open(tmp_path: Path, sites: Sites, **kw: str) -> tuple[SiteService, ServiceDriver]:
