@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 
 from malleable.adapters.oar.ctl import Poll
-from malleable.adapters.oar.payload import OarPayload
+from malleable.adapters.oar.payload import OarPayload, hms
 from malleable.coorm.policy import Busy
 from malleable.coorm.sources import OVERRUN_GRACE
 from malleable.model import JobSpec
@@ -56,5 +56,4 @@ class OarWalltimePayload(OarPayload):
     def walltime(self, spec: JobSpec) -> str:
         if spec.walltime is None:
             return OarPayload.walltime(self, spec)
-        minutes = max(1, math.ceil(spec.walltime / 60.0 - 1e-9))
-        return f"{minutes // 60}:{minutes % 60:02d}:00"
+        return hms(60 * max(1, math.ceil(spec.walltime / 60.0 - 1e-9)))

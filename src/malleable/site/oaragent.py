@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from malleable.adapters.oar.ctl import OarCtl
-from malleable.adapters.oar.payload import OarPayload
+from malleable.adapters.oar.payload import OarPayload, hms
 from malleable.adapters.shell import LocalRunner
 from malleable.errors import ExternalError
 
@@ -49,15 +49,14 @@ def extension_name(base: int) -> str:
     return f"{EXTENSION_PREFIX}{base}"
 
 
+def walltime_text(seconds: float | None) -> str:
+    """OAR's ``H:MM:SS`` for the base job's wall time (two hours when it is not known)."""
+    return hms(int(seconds) if seconds else 7200)
+
+
 def size_text(nodes: Sequence[str]) -> tuple[str, str]:
     """The ``nodes`` and ``size`` files' contents for a job on ``nodes``."""
     return "".join(f"{n}\n" for n in nodes), f"{len(nodes)}\n"
-
-
-def walltime_text(seconds: float | None) -> str:
-    """OAR's ``H:MM:SS`` (two hours when the base job's is not known)."""
-    total = int(seconds) if seconds else 7200
-    return f"{total // 3600}:{total % 3600 // 60:02d}:{total % 60:02d}"
 
 
 @dataclass

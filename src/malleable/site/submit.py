@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from malleable.adapters.oar.ctl import OarCtl
+from malleable.adapters.oar.payload import hms
 from malleable.adapters.shell import CommandRunner
 from malleable.adapters.slurm.parse import ParseError, parse_sbatch
 from malleable.errors import ExternalError, InputError
@@ -244,8 +245,7 @@ def oar_walltime(limit: str) -> str:
     else:
         fields = [int(x) for x in rest.split(":")]
         fields = {1: [0, fields[0], 0], 2: [0, *fields], 3: fields}[len(fields)]
-    seconds = days * 86400 + fields[0] * 3600 + fields[1] * 60 + fields[2]
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+    return hms(days * 86400 + fields[0] * 3600 + fields[1] * 60 + fields[2])
 
 
 def oarsub_options(sub: Submission, name: str) -> list[str]:

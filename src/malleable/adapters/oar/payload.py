@@ -58,6 +58,11 @@ _EXTENSION = ("while oarstat -s -j {base} | grep -qE ': (Waiting|Hold|toLaunch|"
               "toAckReservation|Launching|Running|Suspended|Resuming)$'; do sleep 15; done")
 
 
+def hms(seconds: int) -> str:
+    """OAR's ``H:MM:SS`` for a wall time of whole seconds (hours unbounded)."""
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
 @dataclass(frozen=True, slots=True)
 class OarPayload:
     """Scaled like the Slurm payload (see :class:`~malleable.adapters.slurm.payload.Payload`)."""
@@ -77,8 +82,7 @@ class OarPayload:
 
     def walltime(self, spec: JobSpec) -> str:
         """OAR's ``walltime=H:MM:SS``: as generous as the Slurm time limit."""
-        minutes = self._slurm().time_limit_minutes(spec)
-        return f"{minutes // 60}:{minutes % 60:02d}:00"
+        return hms(self._slurm().time_limit_minutes(spec) * 60)
 
     @staticmethod
     def extension(base: int) -> str:
