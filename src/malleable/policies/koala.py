@@ -172,7 +172,7 @@ class KoalaPolicy:
         best, most = "", -1
         for name, cluster in clusters.items():
             if (self.approach is Approach.PRA and spec.malleable
-                    and cycle.can_still_grow(cluster)):
+                    and cycle.can_still_grow(name, self.growable.of(name, cluster))):
                 continue
             if cycle.avail[name] > most:
                 best, most = name, cycle.avail[name]
@@ -306,11 +306,14 @@ class _Cycle:
         self.delta[action.job_id] = self.delta.get(action.job_id, 0) + change
         self.managed += change
 
-    def can_still_grow(self, cluster: ClusterView) -> bool:
-        """Would a running malleable job here take some of the nodes still available?"""
-        available = self.avail[cluster.name]
+    def can_still_grow(self, cluster: str, jobs: tuple[RunningJob, ...]) -> bool:
+        """Would one of ``jobs``, the cluster's growable jobs (:class:`_Growable`), take
+        some of the nodes still available there?
+
+        Under PRA, its only caller, a decision never shrinks, so a job left out of
+        ``jobs`` (at its maximum in the view) is still there and would take nothing."""
+        available = self.avail[cluster]
         if available <= 0:
             return False
-        return any(j.spec.accepts(self.size(j), available) > 0
-                   for j in cluster.running.values() if j.managed and j.spec.malleable)
+        return any(j.spec.accepts(self.size(j), available) > 0 for j in jobs)
 
