@@ -10,7 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from malleable.model import DAS3, ClusterView, JobKind, RunningJob, SizeRule, View, WaitingJob
+from malleable.model import (
+    DAS3,
+    ClusterView,
+    Defer,
+    Grow,
+    JobKind,
+    RunningJob,
+    SizeRule,
+    View,
+    WaitingJob,
+)
 from malleable.policies.base import Steps, largest_offer
 from malleable.policies.koala import Approach, KoalaPolicy, _Cycle, _Growable
 from malleable.policies.malleability import MALLEABILITY_POLICIES
@@ -172,3 +182,16 @@ def test_the_count_stops_at_two_candidates_and_counts_one() -> None:
     one = View(0.0, {"c": cluster("c", 12, [RunningJob(jobs[0], "c", 2, 0.0)])})
     drive(policy.decide(one, 0.0), _answers(one))
     assert policy.counts == {"grow_decisions": 2, "grow_decisions_multi": 1}
+
+
+def test_pra_keeps_a_malleable_job_waiting_while_a_younger_job_can_still_grow() -> None:
+    ft = mjob("ft", hi=16, init=4, rule=SizeRule.POW2)
+    gadget = mjob("g", hi=16)
+    new = mjob("new")
+    view = View(2.0, {"c": cluster("c", 10, [RunningJob(ft, "c", 4, 0.0),
+                                             RunningJob(gadget, "c", 2, 1.0)])},
+                [WaitingJob(new)])
+    log = drive(KoalaPolicy.named("pra", "egs").decide(view, 2.0), _answers(view))
+    # EGS offers 2 and 2: ft (powers of two) takes none, g takes 2; 2 nodes are left,
+    # and g would still take them, so the waiting job stays
+    assert [a for a, _ in log] == [Grow("ft", 2), Grow("g", 2), Defer("new")]
