@@ -16,6 +16,7 @@ from malleable.model import (
     Defer,
     Grow,
     JobKind,
+    Place,
     RunningJob,
     SizeRule,
     View,
@@ -195,3 +196,13 @@ def test_pra_keeps_a_malleable_job_waiting_while_a_younger_job_can_still_grow() 
     # EGS offers 2 and 2: ft (powers of two) takes none, g takes 2; 2 nodes are left,
     # and g would still take them, so the waiting job stays
     assert [a for a, _ in log] == [Grow("ft", 2), Grow("g", 2), Defer("new")]
+
+
+@pytest.mark.parametrize("policy", ["fpsma", "egs"])
+def test_pra_places_a_malleable_job_once_growth_has_filled_the_running_ones(policy: str) -> None:
+    old, new = mjob("old", hi=4), mjob("new")
+    view = View(2.0, {"c": cluster("c", 12, [RunningJob(old, "c", 2, 0.0)])}, [WaitingJob(new)])
+    log = drive(KoalaPolicy.named("pra", policy).decide(view, 2.0), _answers(view))
+    # old takes 2 of the 10 and is at its maximum after this cycle's answer (not in the
+    # view): nothing here can still grow, so the waiting job is placed
+    assert log == [(Grow("old", 10), 2), (Place("new", "c", 2), 2)]

@@ -185,6 +185,10 @@ class KoalaPolicy:
 
     def _grow_all(self, clusters: Mapping[str, ClusterView], cycle: _Cycle) -> Steps:
         avail, no_limit = cycle.avail, cycle.limit is None  # the limit is fixed for a cycle
+        # The answers go into the cycle's sizes only where something reads them later:
+        # PRA's placement (can_still_grow) and the threshold (grow_budget). PWA's grows are
+        # the decision's last actions, and the grow list is the view's (_Growable).
+        noted = self.approach is Approach.PRA or not no_limit
         for name, cluster in clusters.items():
             # grow_budget's value without its call when no threshold caps it (once per
             # cluster, every cycle)
@@ -194,8 +198,9 @@ class KoalaPolicy:
             jobs = self.growable.of(name, cluster)
             if jobs:
                 self._count(jobs, value)
-                accepted = yield from cycle.relay(self.malleability.grow(jobs, value))
-                cycle.avail[name] -= accepted
+                grow = self.malleability.grow(jobs, value)
+                accepted = yield from (cycle.relay(grow) if noted else grow)
+                avail[name] -= accepted
 
     def _count(self, jobs: tuple[RunningJob, ...], value: int) -> None:
         """Count a grow decision, and one with more than one candidate (``jobs``'
