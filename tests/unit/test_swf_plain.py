@@ -197,7 +197,8 @@ def test_an_error_in_a_later_block_keeps_its_line(tmp_path: Path,
     line() + "\r" + line(f1="2") + "\n",  # a lone \r ends a line for splitlines
     line() + "\x0c\n" + line(f1="2") + "\n",  # so does a form feed
     line() + "\x1f\n",  # a blank for str.split, not for bytes.split
-    "; MalleableFormat: 1\n; MalleableApp: 1 ft\n" + line() + " 2 1 8 -1 1\n",  # 23 fields
+    "; MalleableFormat: 1\n; MalleableApp: 1 ft\n" + line() + " 2 1 8 -1 1\n"
+    + line(f1="2") + "\n",  # 23 fields, then 18
     line(f3="1_000") + "\n",  # float() takes it, numpy does not
     line(f3="+7") + "\n" + line(f1="2") + "\n",
 ])
@@ -248,7 +249,7 @@ def _trace(tmp_path: Path, n: int = 40) -> Path:
 
 def test_a_table_makes_the_jobs_of_the_line_reader(tmp_path: Path) -> None:
     path = _trace(tmp_path)
-    trace = swf_plain.read_table(path, CATALOG, swf._LIMITS[18], swf.header_line)
+    trace = swf_plain.read_table(path, CATALOG, swf._LIMITS, swf.header_line)
     assert trace is not None
     table, skipped, header = trace
     expected = parse_swf(path.read_text().splitlines(), str(path), CATALOG)

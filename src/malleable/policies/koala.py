@@ -100,6 +100,8 @@ class KoalaPolicy:
     grow_threshold: float = 1.0
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTS, 0),
                                    compare=False, repr=False)
+    growable: _Growable = field(default_factory=lambda: _Growable(), compare=False,
+                                repr=False)
 
     def __post_init__(self) -> None:
         if not 0.0 < self.grow_threshold <= 1.0:
@@ -130,10 +132,11 @@ class KoalaPolicy:
             cycle.limit = self._grow_limit(view)
             cycle.managed = sum(j.size + j.growing - j.releasing for c in view.clusters.values()
                                 for j in c.running.values() if j.managed)
-        largest = largest_offer(view)
         if self.approach is Approach.PRA:
             yield from self._grow_all(view.clusters, cycle)
-        blocked = yield from self._place_queue(view, cycle, largest)
+        blocked = None
+        if view.waiting:  # most cycles of a malleable run: nothing waits, nothing to place
+            blocked = yield from self._place_queue(view, cycle, largest_offer(view))
         if self.approach is Approach.PWA:
             made_room = False
             if blocked is not None:
@@ -169,7 +172,7 @@ class KoalaPolicy:
         best, most = "", -1
         for name, cluster in clusters.items():
             if (self.approach is Approach.PRA and spec.malleable
-                    and cycle.can_still_grow(cluster)):
+                    and cycle.can_still_grow(name, self.growable.of(name, cluster))):
                 continue
             if cycle.avail[name] > most:
                 best, most = name, cycle.avail[name]
@@ -182,20 +185,32 @@ class KoalaPolicy:
 
     def _grow_all(self, clusters: Mapping[str, ClusterView], cycle: _Cycle) -> Steps:
         avail, no_limit = cycle.avail, cycle.limit is None  # the limit is fixed for a cycle
+        # The answers go into the cycle's sizes only where something reads them later:
+        # PRA's placement (can_still_grow) and the threshold (grow_budget). PWA's grows are
+        # the decision's last actions, and the grow list is the view's (_Growable).
+        noted = self.approach is Approach.PRA or not no_limit
         for name, cluster in clusters.items():
             # grow_budget's value without its call when no threshold caps it (once per
             # cluster, every cycle)
             value = avail[name] if no_limit else cycle.grow_budget(name)
             if value <= 0:
                 continue
-            jobs = [j for j in cluster.malleable_jobs() if cycle.size(j) < j.spec.max_size]
+            jobs = self.growable.of(name, cluster)
             if jobs:
-                self._count(jobs, cycle, value)
-                accepted = yield from cycle.relay(self.malleability.grow(jobs, value))
-                cycle.avail[name] -= accepted
+                self._count(jobs, value)
+                grow = self.malleability.grow(jobs, value)
+                accepted = yield from (cycle.relay(grow) if noted else grow)
+                avail[name] -= accepted
 
-    def _count(self, jobs: list[RunningJob], cycle: _Cycle, value: int) -> None:
-        candidates = sum(1 for j in jobs if j.spec.accepts(cycle.size(j), value) > 0)
+    def _count(self, jobs: tuple[RunningJob, ...], value: int) -> None:
+        """Count a grow decision, and one with more than one candidate (``jobs``'
+        sizes are their views': see :class:`_Growable`)."""
+        candidates = 0
+        for job in jobs:
+            if job.spec.accepts(job.size + job.growing, value) > 0:
+                candidates += 1
+                if candidates > 1:  # all that is counted: stop here
+                    break
         if candidates:
             self.counts["grow_decisions"] += 1
         if candidates > 1:
@@ -223,14 +238,59 @@ class KoalaPolicy:
         return True
 
 
-@dataclass
-class _Cycle:
-    """What the policy knows within one decision: nodes left and sizes after answers."""
+class _Growable:
+    """The manager's running malleable jobs of a cluster that could still grow (size
+    plus growing below their maximum), oldest first, kept per cluster for as long as the
+    same view object comes back.
 
-    avail: dict[str, int]
-    delta: dict[str, int] = field(default_factory=dict)
-    limit: int | None = None  # the growth threshold in nodes (None: no threshold)
-    managed: int = 0  # nodes the managed jobs hold (kept only under a threshold)
+    A view never changes (:class:`~malleable.model.ClusterView` keeps its
+    ``malleable_jobs`` on the same ground), and a simulated cluster hands out the same
+    view until one of its jobs changes, so most cycles find the list made. Sizes are the
+    views' (``size + growing``): ``_grow_all`` asks before any grow of the cluster's jobs
+    in the cycle, and the only other answers it can follow are other clusters' grows
+    (PRA) or none (PWA grows only when ``_make_room`` yielded nothing), so
+    :meth:`_Cycle.size` would add nothing. It holds one view a cluster (the last).
+    """
+
+    __slots__ = ("_kept",)
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[ClusterView, tuple[RunningJob, ...]]] = {}
+
+    def of(self, name: str, cluster: ClusterView) -> tuple[RunningJob, ...]:
+        """The jobs of ``cluster`` (named ``name`` in the view) that could still grow."""
+        kept = self._kept.get(name)
+        if kept is not None and kept[0] is cluster:
+            return kept[1]
+        # ClusterView.malleable_jobs, filtered before it is sorted (the same order: the
+        # sort is by (start time, id), and ids are unique); most lists have 0 or 1 job
+        jobs = [j for j in cluster.running.values()
+                if j.managed and j.spec.malleable and j.size + j.growing < j.spec.max_size]
+        if len(jobs) > 1:
+            jobs.sort(key=_started)
+        kept = self._kept[name] = (cluster, tuple(jobs))
+        return kept[1]
+
+
+def _started(job: RunningJob) -> tuple[float, str]:
+    """The order of :meth:`~malleable.model.ClusterView.malleable_jobs`: oldest first,
+    ties by id."""
+    return job.start_time, job.id
+
+
+class _Cycle:
+    """What the policy knows within one decision: nodes left and sizes after answers.
+
+    A plain class with slots (one is made every cycle: a dataclass with a default factory
+    costs more to make)."""
+
+    __slots__ = ("avail", "delta", "limit", "managed")
+
+    def __init__(self, avail: dict[str, int]) -> None:
+        self.avail = avail
+        self.delta: dict[str, int] = {}
+        self.limit: int | None = None  # the growth threshold in nodes (None: no threshold)
+        self.managed = 0  # nodes the managed jobs hold (kept only under a threshold)
 
     def size(self, job: RunningJob) -> int:
         return job.size + job.growing + self.delta.get(job.id, 0)
@@ -241,20 +301,24 @@ class _Cycle:
             return self.avail[cluster]
         return min(self.avail[cluster], self.limit - self.managed)
 
-    def relay(self, negotiation: Negotiation) -> Negotiating[int]:
-        """Pass a malleability policy's offers on, noting the answers."""
-        return (yield from relay(negotiation, self._note))
+    def relay(self, negotiation: Negotiation) -> Negotiation:
+        """Pass a malleability policy's offers on, noting the answers (:func:`relay`'s
+        generator itself: no generator around it to pass each offer through)."""
+        return relay(negotiation, self._note)
 
     def _note(self, action: Grow | Shrink, nodes: int) -> None:
         change = nodes if isinstance(action, Grow) else -nodes
         self.delta[action.job_id] = self.delta.get(action.job_id, 0) + change
         self.managed += change
 
-    def can_still_grow(self, cluster: ClusterView) -> bool:
-        """Would a running malleable job here take some of the nodes still available?"""
-        available = self.avail[cluster.name]
+    def can_still_grow(self, cluster: str, jobs: tuple[RunningJob, ...]) -> bool:
+        """Would one of ``jobs``, the cluster's growable jobs (:class:`_Growable`), take
+        some of the nodes still available there?
+
+        Under PRA, its only caller, a decision never shrinks, so a job left out of
+        ``jobs`` (at its maximum in the view) is still there and would take nothing."""
+        available = self.avail[cluster]
         if available <= 0:
             return False
-        return any(j.spec.accepts(self.size(j), available) > 0
-                   for j in cluster.running.values() if j.managed and j.spec.malleable)
+        return any(j.spec.accepts(self.size(j), available) > 0 for j in jobs)
 

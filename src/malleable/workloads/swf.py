@@ -124,9 +124,9 @@ def read_swf(path: str | Path, catalog: AppCatalog | None = None) -> SwfWorkload
     file that is not UTF-8 text or holds no job to simulate.
 
     Application names are checked against ``catalog`` (the standard one by default).
-    A leading UTF-8 byte-order mark is dropped. A plain file (18 fields a line, ASCII) is
-    read by :func:`~malleable.workloads.swf_plain.read_plain`, vectorized, into the same
-    workload; any other file, and any file with an error, by :func:`parse_swf`.
+    A leading UTF-8 byte-order mark is dropped. A file whose data lines all have 18 fields
+    or all 23 (ASCII) is read by :func:`read_plain`, vectorized, into the same workload;
+    any other file, and any file with an error, by :func:`parse_swf`.
     """
     path = Path(path)
     catalog = catalog if catalog is not None else standard_catalog()
@@ -146,36 +146,58 @@ def read_swf(path: str | Path, catalog: AppCatalog | None = None) -> SwfWorkload
 
 
 def read_plain(path: Path, catalog: AppCatalog) -> SwfWorkload | None:
-    """The workload of the plain SWF file at ``path`` read by
+    """The workload of the SWF file at ``path`` (18 or 23 fields a line) read by
     :func:`~malleable.workloads.swf_plain.read_table` (vectorized), or None when that
     reader does not take the file in full (:func:`parse_swf` then reads it)."""
     from malleable.workloads.swf_plain import read_table  # numpy: only when a file is read
 
-    trace = read_table(path, catalog, _LIMITS[18], header_line)
-    if trace is None:
+    trace = read_table(path, catalog, _LIMITS, header_line)
+    jobs = _made(trace[0]) if trace is not None else None
+    if trace is None or jobs is None:
         return None
-    table, skipped, header = trace
-    _warn_skipped(str(path), skipped)
-    return SwfWorkload(table.batch(0, len(table)), skipped, header)
+    _warn_skipped(str(path), trace[1])
+    return SwfWorkload(jobs, trace[1], trace[2])
+
+
+def _made(table: JobTable) -> list[JobSpec] | None:
+    """The jobs of ``table`` in file order, or None when ``JobSpec`` refuses one (its
+    minimum above its initial size...: :func:`parse_swf` says which, on which line)."""
+    jobs: list[JobSpec] = []
+    try:
+        for start in range(0, len(table), _MADE_AT_ONCE):  # the numbers' lists stay small
+            jobs += table.batch(start, start + _MADE_AT_ONCE)
+    except ValueError:
+        return None
+    return jobs
+
+
+#: Jobs :func:`_made` asks a table for at a time (all at once, a 100k-job read's peak was
+#: about 30 MiB higher: the rows as Python lists).
+_MADE_AT_ONCE = 4096
 
 
 def read_jobs(path: str | Path, catalog: AppCatalog | None = None
               ) -> list[JobSpec] | JobTable:
     """The jobs of :func:`read_swf` for a simulation: a plain file's as a
     :class:`~malleable.workloads.swf_plain.JobTable` in submit order (each job made when
-    it is due), any other file's as :func:`read_swf` gives them (its errors too)."""
+    it is due), a malleable one's (23 fields) as a list made by the vectorized reader, any
+    other file's as :func:`read_swf` gives them (its errors too)."""
     from malleable.workloads.swf_plain import read_table
 
     path = Path(path)
     catalog = catalog if catalog is not None else standard_catalog()
     try:
-        trace = read_table(path, catalog, _LIMITS[18], header_line)
+        trace = read_table(path, catalog, _LIMITS, header_line)
     except OSError:
         trace = None  # read_swf says what it is
     if trace is None or not len(trace[0]):  # no job: read_swf says why
         return read_swf(path, catalog).jobs
+    table = trace[0]
+    jobs = _made(table) if table.malleable else None
+    if table.malleable and jobs is None:
+        return read_swf(path, catalog).jobs
     _warn_skipped(str(path), trace[1])
-    return trace[0].in_submit_order()
+    return jobs if jobs is not None else table.in_submit_order()
 
 
 def _warn_skipped(source: str, skipped: int) -> None:

@@ -1,10 +1,11 @@
-"""The vectorized reader of plain SWF files (18 fields a line), for
-:func:`~malleable.workloads.swf.read_swf` and :func:`~malleable.workloads.swf.read_jobs`.
+"""The vectorized reader of SWF files whose lines all have 18 fields (plain) or all 23
+(the malleable extension), for :func:`~malleable.workloads.swf.read_swf` and
+:func:`~malleable.workloads.swf.read_jobs`.
 
 A trace from the Parallel Workloads Archive or a generator is a few header lines and
-then up to millions of lines of 18 numbers. This reader takes such a file in blocks of
-lines, parses each block's numbers at once with :func:`numpy.loadtxt`, and runs every
-check of docs/workloads.md on whole columns. :func:`read_table` gives what
+then up to millions of lines of 18 (or 23) numbers. This reader takes such a file in
+blocks of lines, parses each block's numbers at once with :func:`numpy.loadtxt`, and
+runs every check of docs/workloads.md on whole columns. :func:`read_table` gives what
 :func:`parse_swf` gives (the same jobs, in the same order, field for field; the same header
 and skipped count), or ``None`` when it cannot vouch for that:
 
@@ -13,9 +14,15 @@ and skipped count), or ``None`` when it cannot vouch for that:
   ``\\x1c``-``\\x1f``);
 * a data line with a character other than ``0-9 + - . e E``, blank or tab (``inf``,
   ``nan``, ``1_000``, ``0x10`` are then left to ``float``);
-* a line of another length than 18 fields (the malleable extension's 23 included), a
-  token :func:`numpy.loadtxt` refuses, a value outside its :class:`Bound`, a job number
-  that appears twice, or a header line :func:`parse_swf` refuses.
+* a line of another length than 18 or 23 fields, or of another length than the file's
+  first data line, a token :func:`numpy.loadtxt` refuses, a value outside its
+  :class:`Bound`, a job number that appears twice, or a header line :func:`parse_swf`
+  refuses;
+* on 23-field lines: a job kind other than -1, 0, 1, 2, an application number no
+  ``; MalleableApp`` line has named, a ``; MalleableApp`` line after a data line (the line
+  reader knows a name only from its line on), an initial size the application does not
+  run on (FT: a power of two), or a job :class:`JobSpec` refuses (made by
+  :meth:`JobTable.batch`, which raises ValueError: the caller then reads line by line).
 
 ``None`` sends the caller back to :func:`parse_swf` for the whole file: any file this
 reader does not take in full is read line by line, so every error keeps its message and
@@ -28,7 +35,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -54,11 +61,11 @@ BLOCK_BYTES = 1 << 18
 """Bytes read at a time (a block ends at a line end). 4 MiB blocks raised the peak of a
 100k-job read by 22 MiB over 256 KiB ones and were no faster."""
 
-_FIELDS = 18
 #: The fields a job is made of, as the columns of a :class:`JobTable`: number, submit
 #: time, run time, size (field 8, or 5 when 8 is -1: set by the reader), wall time, user,
-#: group.
-_COLUMNS = [0, 1, 3, 7, 8, 11, 12]
+#: group; on 23-field lines also kind, minimum, maximum, preferred size, application.
+_COLUMNS = {18: [0, 1, 3, 7, 8, 11, 12], 23: [0, 1, 3, 7, 8, 11, 12, 18, 19, 20, 21, 22]}
+_KINDS = {-1: JobKind.RIGID, 0: JobKind.RIGID, 1: JobKind.MOLDABLE, 2: JobKind.MALLEABLE}
 _UNSAFE = b"\r\x0b\x0c\x1c\x1d\x1e\x1f"  # after \r\n -> \n
 _HEADER = re.compile(rb"^[ \t]*;.*$", re.MULTILINE)
 _NUMBER_BYTES = b"0123456789+-.eE \t\n"
@@ -69,25 +76,37 @@ class _NotPlain(Exception):
     """The file is not one this reader vouches for: read it line by line."""
 
 
-def read_table(path: Path, catalog: AppCatalog, bounds: Sequence[Limit],
+def read_table(path: Path, catalog: AppCatalog, bounds: Mapping[int, Sequence[Limit]],
                header: HeaderCheck) -> tuple[JobTable, int, list[str]] | None:
-    """The jobs of the plain SWF file at ``path`` as a :class:`JobTable` in file order,
-    the number of jobs skipped and the header lines, or None (see the module).
+    """The jobs of the SWF file at ``path`` as a :class:`JobTable` in file order, the
+    number of jobs skipped and the header lines, or None (see the module).
 
-    ``bounds`` and ``header`` are :mod:`~malleable.workloads.swf`'s field bounds and header
-    check (passed in: that module imports this one)."""
-    state = _State(catalog, str(path), tuple(bounds), header)
+    ``bounds`` (the field bounds of 18- and of 23-field lines) and ``header`` are
+    :mod:`~malleable.workloads.swf`'s (passed in: that module imports this one)."""
+    state = _State(catalog, str(path), {n: tuple(b) for n, b in bounds.items()}, header)
     rows: list[Floats] = []
     try:
         with path.open("rb") as handle:
             for first, block in _blocks(handle):
-                rows.append(_take_block(block, first, state))
+                taken = _take_block(block, first, state)
+                if taken is not None:
+                    rows.append(taken)
     except _NotPlain:
         return None
-    table = JobTable(np.concatenate(rows) if rows else np.empty((0, len(_COLUMNS))))
+    if state.late_apps and state.width == 23:
+        return None
+    width = len(_COLUMNS[state.width or 18])
+    table = JobTable(np.concatenate(rows) if rows else np.empty((0, width)),
+                     _apps(state) if state.width == 23 else None)
     if not table.unique():
         return None
     return table, state.skipped, state.header
+
+
+def _apps(state: _State) -> dict[int, tuple[str, SizeRule]]:
+    """The application of each number of field 23 (-1: ``fixed``), with its size rule."""
+    names = {-1: "fixed", **state.apps}
+    return {code: (name, state.catalog.rule(name)) for code, name in names.items()}
 
 
 @dataclass
@@ -96,29 +115,43 @@ class _State:
 
     catalog: AppCatalog
     source: str
-    bounds: tuple[Limit, ...]
+    bounds: dict[int, tuple[Limit, ...]]
     check_header: HeaderCheck
     apps: dict[int, str] = field(default_factory=dict)
     header: list[str] = field(default_factory=list)
     skipped: int = 0
+    width: int = 0  # the fields of every data line (0: no data line yet)
+    data_seen: bool = False
+    late_apps: bool = False  # a ; MalleableApp line came after a data line
 
 
 class JobTable:
-    """Rigid ``fixed`` jobs, checked (by the reader: :func:`~malleable.sim.run.check_jobs`
-    would find nothing), held as a compact array of numbers (56 bytes a job, not a
-    ``JobSpec``'s ~300); each :class:`JobSpec` is made when :meth:`batch` is asked for it,
-    as :func:`~malleable.workloads.swf.parse_swf` makes it, field for field.
+    """The jobs of a file, checked (by the reader), held as a compact array of numbers;
+    each :class:`JobSpec` is made when :meth:`batch` is asked for it, as
+    :func:`~malleable.workloads.swf.parse_swf` makes it, field for field.
 
-    A simulation takes its jobs from :meth:`in_submit_order`'s table a batch at a time
+    A plain file's jobs are rigid ``fixed`` ones (56 bytes a job, not a ``JobSpec``'s
+    ~300), which :func:`~malleable.sim.run.check_jobs` would find nothing wrong with: a
+    simulation takes them from :meth:`in_submit_order`'s table a batch at a time
     (:class:`~malleable.sim.run.JobBatches`), so only the jobs due soon exist as objects.
+    A malleable file's table (:attr:`malleable`: 23-field lines, ``apps`` the application
+    and size rule of each number of field 23) makes any kind of job; ``JobSpec`` may
+    refuse one of them (ValueError), so its jobs are made at once, by the reader's caller.
     """
 
-    __slots__ = ("_names", "_rows")
+    __slots__ = ("_apps", "_names", "_rows")
 
-    def __init__(self, rows: Floats) -> None:
+    def __init__(self, rows: Floats, apps: Mapping[int, tuple[str, SizeRule]] | None = None
+                 ) -> None:
         self._rows = rows  # one row a job: the columns of _COLUMNS
+        self._apps = apps
         codes = np.unique(rows[:, 5:7].astype(np.int64)).tolist()
         self._names = {code: str(code) if code >= 0 else "" for code in codes}
+
+    @property
+    def malleable(self) -> bool:
+        """Whether the jobs come from 23-field lines (any kind, any application)."""
+        return self._apps is not None
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -132,7 +165,7 @@ class JobTable:
         """The same jobs sorted by submit time, the file's order kept among equal times
         (as ``sorted`` does)."""
         order = np.argsort(self._rows[:, 1], kind="stable")
-        return JobTable(self._rows[order])
+        return JobTable(self._rows[order], self._apps)
 
     @property
     def first_submit(self) -> float:
@@ -144,7 +177,9 @@ class JobTable:
 
         ``fixed`` takes any size (:class:`AppCatalog` reserves the name). The arguments
         are positional, in the order of :class:`JobSpec`'s fields (a third faster than by
-        keyword); ``JobSpec`` still checks each job."""
+        keyword); ``JobSpec`` still checks each job (ValueError)."""
+        if self._apps is not None:
+            return self._malleable_batch(self._rows[start:stop], self._apps)
         part = self._rows[start:stop]
         whole = part[:, (0, 3, 5, 6)].astype(np.int64)
         rigid, anything, names = JobKind.RIGID, SizeRule.ANY, self._names
@@ -153,6 +188,26 @@ class JobTable:
                 for (number, n, user, group), submit, runtime, walltime in zip(
                     whole.tolist(), part[:, 1].tolist(), part[:, 2].tolist(),
                     part[:, 4].tolist(), strict=True)]
+
+
+    def _malleable_batch(self, part: Floats, apps: Mapping[int, tuple[str, SizeRule]]
+                         ) -> list[JobSpec]:
+        """The jobs of 23-field rows, as :func:`~malleable.workloads.swf._parse_line`
+        makes them: a minimum or maximum of -1 is the initial size, a preferred size of -1
+        none, a run time of -1 none."""
+        whole = part[:, (0, 3, 5, 6, 7, 8, 9, 10, 11)].astype(np.int64)
+        kinds, names = _KINDS, self._names
+        jobs = []
+        for (number, n, user, group, kind, low, high, preferred, code), submit, runtime, \
+                walltime in zip(whole.tolist(), part[:, 1].tolist(), part[:, 2].tolist(),
+                                part[:, 4].tolist(), strict=True):
+            app, rule = apps[code]
+            jobs.append(JobSpec(str(number), kinds[kind], low if low > 0 else n,
+                                high if high > 0 else n, n, submit, app,
+                                runtime if runtime >= 0 else None,
+                                preferred if preferred > 0 else None, rule,
+                                walltime if walltime > 0 else None, names[user], names[group]))
+        return jobs
 
 
 def _blocks(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
@@ -175,36 +230,70 @@ def _blocks(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
             return
 
 
-def _take_block(block: bytes, first: int, state: _State) -> Floats:
-    """The rows (:data:`_COLUMNS`) of the jobs of ``block``, its first line ``first``;
-    its header lines and skipped jobs counted in ``state``."""
+def _take_block(block: bytes, first: int, state: _State) -> Floats | None:
+    """The rows (:data:`_COLUMNS`) of the jobs of ``block``, its first line ``first``
+    (None: it has no data line); its header lines and skipped jobs counted in ``state``."""
     data = block
     if b";" in block:
         data = _take_header(block, first, state)
     values = _numbers(data)
     if values is None:
-        return np.empty((0, len(_COLUMNS)))
-    _check(values, state.bounds)
+        return None
+    width = values.shape[1]
+    if state.width not in (0, width) or width not in state.bounds:
+        raise _NotPlain
+    state.width, state.data_seen = width, True
+    _check(values, state.bounds[width])
     size = np.where(values[:, 7] > 0, values[:, 7], values[:, 4])
-    keep = (values[:, 3] >= 0) & (size > 0)  # else skipped, as parse_swf skips them
+    known = values[:, 3] >= 0  # a run time; or on 23 fields an application that is not fixed
+    if width == 23:
+        _check_kinds_and_apps(values, state.apps)
+        fixed = [-1, *(code for code, name in state.apps.items() if name == "fixed")]
+        known |= ~np.isin(values[:, 22], fixed)
+    keep = known & (size > 0)  # else skipped, as parse_swf skips them
     state.skipped += int(keep.size - np.count_nonzero(keep))
-    rows = values[:, _COLUMNS][keep]
+    rows = values[:, _COLUMNS[width]][keep]
     rows[:, 3] = size[keep]
+    if width == 23:
+        _check_sizes(rows, state)
     return rows
+
+
+def _check_kinds_and_apps(values: Floats, apps: Mapping[int, str]) -> None:
+    """_NotPlain unless every job kind (field 19) is -1, 0, 1 or 2 and every application
+    number (field 23, whole by its bound) is -1 or named by a header line."""
+    if not np.isin(values[:, 18], (-1, 0, 1, 2)).all():
+        raise _NotPlain
+    codes = np.unique(values[:, 22]).astype(np.int64).tolist()
+    if any(code >= 0 and code not in apps for code in codes):
+        raise _NotPlain
+
+
+def _check_sizes(rows: Floats, state: _State) -> None:
+    """_NotPlain unless each kept job's initial size is one its application runs on."""
+    for code in np.unique(rows[:, 11]).astype(np.int64).tolist():
+        rule = state.catalog.rule(state.apps[code] if code >= 0 else "fixed")
+        sizes = np.unique(rows[rows[:, 11] == code, 3]).astype(np.int64).tolist()
+        if any(rule.largest_fit(size) != size for size in sizes):
+            raise _NotPlain
 
 
 def _take_header(block: bytes, first: int, state: _State) -> bytes:
     """The data lines of ``block``; its ``;`` lines checked and kept as parse_swf does."""
-    number, counted = first, 0
+    number, counted, end = first, 0, 0
     for match in _HEADER.finditer(block):
         number += block.count(b"\n", counted, match.start())
         counted = match.start()
+        state.data_seen = state.data_seen or bool(block[end:match.start()].strip())
+        end = match.end()
         line = match.group().decode("ascii").strip()
         state.header.append(line)
+        named = len(state.apps)
         try:
             state.check_header(line, state.apps, state.catalog, state.source, number)
         except InputError:  # parse_swf reports it, after any error on an earlier line
             raise _NotPlain from None
+        state.late_apps = state.late_apps or (state.data_seen and len(state.apps) > named)
     return _HEADER.sub(b"", block)
 
 
@@ -220,8 +309,6 @@ def _numbers(data: bytes) -> Floats | None:
                             comments=None, ndmin=2)
     except ValueError:
         raise _NotPlain from None
-    if values.shape[1] != _FIELDS:
-        raise _NotPlain
     return values.astype(np.float64, copy=False)
 
 
