@@ -38,6 +38,9 @@ TOPOLOGY = Topology("oar-agent", (Site("grid", 4, containers=2, kind="oar"),))
 HOME = "/home/malleable/serve"
 CHANNEL = "grid-ctl:7461"
 ROUNDS = 3
+#: Bob's job: seconds it sleeps. Alice stays at 2 nodes at least this long plus a poll and
+#: her grow back (OAR starting an extension), while her command reads its size every 0.5 s.
+BOB_SLEEPS = "4"
 CONFIG = """[service]
 state = "/home/malleable/serve/state.sqlite"
 poll = 2.0
@@ -129,7 +132,7 @@ def test_alice_s_job_grows_and_shrinks_through_her_agent(
     assert any(e.get("user") == "bob" and e.get("oar_id") == str(base) for e in refused)
     assert serve.job(job_id).get("size") == 3
     for _ in range(ROUNDS):
-        bob = _service_id(serve, "bob", int(_submit(bob_cfg, capsys, 2, 2, "sleep", "10")))
+        bob = _service_id(serve, "bob", int(_submit(bob_cfg, capsys, 2, 2, "sleep", BOB_SLEEPS)))
         wait_for(lambda b=bob: serve.job(b).get("state") == "completed", 240,  # type: ignore[misc]
                  f"bob's job {bob} completed", explain=lambda: serve.text()[-3000:])
         wait_for(lambda: serve.job(job_id).get("size") == 3, 240, "alice's job grown back")
