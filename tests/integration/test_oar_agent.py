@@ -30,7 +30,7 @@ from malleable.cli import main
 from malleable.testbed import Docker, Site, Testbed, Topology
 from tests.fakes.accounts import user_config
 from tests.fakes.serving import Serve, oar_jobs
-from tests.fakes.waits import own_testbed, wait_for
+from tests.fakes.waits import own_testbed, run_until, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
 
@@ -124,10 +124,16 @@ def test_alice_s_job_grows_and_shrinks_through_her_agent(
     mine = [j for j in oar_jobs(oar, "grid").values() if j["name"] == f"malleable+{base}"]
     assert len(mine) == 2 and {j["owner"] for j in mine} == {"alice"}
     assert {j["state"] for j in mine} == {"Running"}
-    # bob's agent claims alice's job: refused (his MUNGE credential says bob)
-    oar.exec("grid", ["timeout", "20", "python3", "-m", "malleable.site.agent", "--oar",
-                      "--service", CHANNEL, "--site", "grid", "--job", str(base),
-                      "--run-dir", "/tmp/bob-oag"], user="bob", timeout=60)
+    # bob's agent claims alice's job: refused (his MUNGE credential says bob); it is
+    # stopped once the service has logged the refusal (20 s at most)
+    def bob_refused() -> bool:
+        return any(e.get("user") == "bob" and e.get("oar_id") == str(base)
+                   for e in _events(serve.text(), "channel_refused"))
+
+    run_until(oar, "grid", "bob", ["python3", "-m", "malleable.site.agent", "--oar",
+                                   "--service", CHANNEL, "--site", "grid", "--job", str(base),
+                                   "--run-dir", "/tmp/bob-oag"], bob_refused, 20,
+              "bob's agent refused")
     refused = _events(serve.text(), "channel_refused")
     assert any(e.get("user") == "bob" and e.get("oar_id") == str(base) for e in refused)
     assert serve.job(job_id).get("size") == 3
