@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import shlex
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -52,6 +53,19 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str,
             said = f"\n{explain()}" if explain is not None else ""
             pytest.fail(f"timed out after {timeout:g} s waiting for {what}{said}")
         time.sleep(interval)
+
+
+def run_until(tb: Testbed, site: str, user: str, argv: list[str],
+              done: Callable[[], bool], timeout: float, what: str) -> None:
+    """Run ``argv`` in the background in ``site``'s controller as ``user`` (killed by
+    ``timeout`` after ``timeout`` seconds at most) until ``done()`` holds, then stop it; fail
+    the test if ``done()`` does not hold within ``timeout`` seconds."""
+    script = f"timeout {timeout:g} {shlex.join(argv)} >/dev/null 2>&1 < /dev/null & echo $!"
+    pid = tb.exec(site, ["sh", "-c", script], user=user, timeout=30, check=True).stdout.strip()
+    try:
+        wait_for(done, timeout, what)
+    finally:
+        tb.exec(site, ["kill", pid], user=user, timeout=30)  # it may have ended: no check
 
 
 def site_state(tb: Testbed, site: str) -> str:

@@ -17,6 +17,7 @@ not only from the service. Bounded by the test timeout; the testbed is taken dow
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -186,15 +187,18 @@ def test_one_service_over_a_slurm_and_an_oar_site(
     # goes to vu, is grown there to its maximum, completes, and its OAR copy is deleted
     tb.exec("vu", ["scancel", bob_vu], user="bob", timeout=30, check=True)
     wait_for(lambda: site_quiet(tb, "vu"), 120, "vu idle", explain=lambda: site_state(tb, "vu"))
+    # 30 s: long enough to be grown (one poll and a Slurm expansion, a few seconds)
     again = _submit(alice_config, "vu,grid", capsys, "--min", "1", "--max", "3", "--",
-                    "sleep", "60")
+                    "sleep", "30")
     (grid_copy,) = [i for i, j in oar_jobs(tb, "grid").items()
                     if j["owner"] == "alice" and j["state"] == "Hold"]
     wait_for(lambda: serve.job(again).get("site") == "vu", 120, "the vu copy placed",
              explain=lambda: serve.text()[-3000:])
-    grown = str(serve.job(again)["native_id"])
+    grown, placed = str(serve.job(again)["native_id"]), time.monotonic()
     wait_for(lambda: _scontrol(tb, grown).get("NumNodes") == "3", 120, "the vu copy grown to 3",
              explain=lambda: site_state(tb, "vu"))
+    print(f"\nalice's vu job seen grown to 3 {time.monotonic() - placed:.1f} s after it was "
+          "seen placed (it sleeps 30 s)")
     wait_for(lambda: oar_state(tb, "grid", grid_copy) == "Error", 120, "the grid copy deleted")
     (deleted,) = parse_oarstat(tb.exec("grid", ["oarstat", "-fJ", "-j", str(grid_copy)],
                                        check=True).stdout)

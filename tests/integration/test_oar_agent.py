@@ -30,7 +30,7 @@ from malleable.cli import main
 from malleable.testbed import Docker, Site, Testbed, Topology
 from tests.fakes.accounts import user_config
 from tests.fakes.serving import Serve, oar_jobs
-from tests.fakes.waits import own_testbed, wait_for
+from tests.fakes.waits import own_testbed, run_until, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
 
@@ -38,6 +38,9 @@ TOPOLOGY = Topology("oar-agent", (Site("grid", 4, containers=2, kind="oar"),))
 HOME = "/home/malleable/serve"
 CHANNEL = "grid-ctl:7461"
 ROUNDS = 3
+#: Bob's job: seconds it sleeps. Alice stays at 2 nodes at least this long plus a poll and
+#: her grow back (OAR starting an extension), while her command reads its size every 0.5 s.
+BOB_SLEEPS = "4"
 CONFIG = """[service]
 state = "/home/malleable/serve/state.sqlite"
 poll = 2.0
@@ -121,15 +124,21 @@ def test_alice_s_job_grows_and_shrinks_through_her_agent(
     mine = [j for j in oar_jobs(oar, "grid").values() if j["name"] == f"malleable+{base}"]
     assert len(mine) == 2 and {j["owner"] for j in mine} == {"alice"}
     assert {j["state"] for j in mine} == {"Running"}
-    # bob's agent claims alice's job: refused (his MUNGE credential says bob)
-    oar.exec("grid", ["timeout", "20", "python3", "-m", "malleable.site.agent", "--oar",
-                      "--service", CHANNEL, "--site", "grid", "--job", str(base),
-                      "--run-dir", "/tmp/bob-oag"], user="bob", timeout=60)
+    # bob's agent claims alice's job: refused (his MUNGE credential says bob); it is
+    # stopped once the service has logged the refusal (20 s at most)
+    def bob_refused() -> bool:
+        return any(e.get("user") == "bob" and e.get("oar_id") == str(base)
+                   for e in _events(serve.text(), "channel_refused"))
+
+    run_until(oar, "grid", "bob", ["python3", "-m", "malleable.site.agent", "--oar",
+                                   "--service", CHANNEL, "--site", "grid", "--job", str(base),
+                                   "--run-dir", "/tmp/bob-oag"], bob_refused, 20,
+              "bob's agent refused")
     refused = _events(serve.text(), "channel_refused")
     assert any(e.get("user") == "bob" and e.get("oar_id") == str(base) for e in refused)
     assert serve.job(job_id).get("size") == 3
     for _ in range(ROUNDS):
-        bob = _service_id(serve, "bob", int(_submit(bob_cfg, capsys, 2, 2, "sleep", "10")))
+        bob = _service_id(serve, "bob", int(_submit(bob_cfg, capsys, 2, 2, "sleep", BOB_SLEEPS)))
         wait_for(lambda b=bob: serve.job(b).get("state") == "completed", 240,  # type: ignore[misc]
                  f"bob's job {bob} completed", explain=lambda: serve.text()[-3000:])
         wait_for(lambda: serve.job(job_id).get("size") == 3, 240, "alice's job grown back")

@@ -42,8 +42,12 @@ HOME = "/home/malleable/serve"
 CHANNEL = "grid-ctl:7461"
 JACOBI = Path(__file__).resolve().parents[2] / "examples" / "jacobi.py"
 #: The same problem for both runs (the checksum does not depend on the delay): the fixed
-#: run is quick, the malleable one long enough for a grow, a shrink and a grow back.
+#: run is quick (600 x 0.03 s: it must still hold its 2 nodes when the malleable one is
+#: placed), the malleable one long enough for a grow, a shrink and a grow back (600 x 0.35 s:
+#: at load 10 the grow back was done at iteration 370 of 600 x 0.3 s, about 111 s in; the
+#: iteration of each phase's start is printed to watch that margin).
 PROBLEM = ("--iterations", "600", "--size", "64", "--max", "4")
+FIXED_DELAY, GROWN_DELAY = "0.03", "0.35"
 CONFIG = """[service]
 state = "/home/malleable/serve/state.sqlite"
 poll = 2.0
@@ -150,9 +154,9 @@ def test_alice_s_jacobi_grows_and_shrinks_on_oar_through_her_agent(
              user="alice", timeout=60, check=True)
     wait_for(lambda: "event=channel_listening" in serve.text(), 60, "the channel to listen")
     fixed = _submit(alice_cfg, capsys, "--min", "2", "--max", "2", "--mpi", "--",
-                    str(JACOBI), *PROBLEM, "--delay", "0.05")
+                    str(JACOBI), *PROBLEM, "--delay", FIXED_DELAY)
     grown = _submit(alice_cfg, capsys, "--min", "2", "--max", "4", "--mpi", "--",
-                    str(JACOBI), *PROBLEM, "--delay", "0.5")
+                    str(JACOBI), *PROBLEM, "--delay", GROWN_DELAY)
     names = {j["name"] for j in oar_jobs(oar, "grid", fixed, grown).values()}
     assert all(";mpi" in n for n in names), names
     job_id = _service_id(serve, "alice", grown)
@@ -196,8 +200,9 @@ def test_alice_s_jacobi_grows_and_shrinks_on_oar_through_her_agent(
     seconds = sorted(float(e["seconds"]) for e in grows)
     running = sorted(max(float(ran[int(i)]["startTime"]) for i in e["oar_ids"].split(","))
                      - float(e["decided"]) for e in grows)
-    print(f"\nJacobi on OAR through the agent: sizes {phases}; checksum "
-          f"{malleable['checksum']!r} = fixed {reference['checksum']!r}")
+    starts = [p["iteration"] for p in malleable["phases"]]  # type: ignore[attr-defined]
+    print(f"\nJacobi on OAR through the agent: sizes {phases}, from iterations {starts} of "
+          f"{PROBLEM[1]}; checksum {malleable['checksum']!r} = fixed {reference['checksum']!r}")
     print(f"grow, decision to the program on the new set: p50 "
           f"{statistics.median(seconds):.2f} s, max {seconds[-1]:.2f} s (n={len(seconds)}); "
           f"decision to the extensions' OAR startTime (1-s resolution): p50 "
