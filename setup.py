@@ -16,10 +16,11 @@ from setuptools import setup
 
 #: The compiled modules: the manager's cycle, the simulated cluster and engine, the policies
 #: the benchmarks run, and the records. Every one is also run and tested as plain Python.
-#: A compiled class takes no interpreted subclass and no patched method, and a compiled
-#: module binds the names it calls early: tests that need such doubles wrap the object or
-#: reach it otherwise. apps.py stays interpreted: its catalog keeps a lazily loaded attribute
-#: in its __dict__.
+#: A compiled class takes no patched method, and no interpreted subclass but for the policy
+#: classes (marked ``allow_interpreted_subclasses``: a policy to build on); a compiled module
+#: binds the names it calls early. Tests that need such doubles wrap the object or reach it
+#: otherwise. apps.py stays interpreted: its catalog keeps a lazily loaded attribute in its
+#: __dict__.
 COMPILED = [
     "src/malleable/manager.py",
     "src/malleable/sim/cluster.py",
