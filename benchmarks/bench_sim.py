@@ -5,6 +5,7 @@
     python3 benchmarks/bench_sim.py --sizes 10000,100000,1000000 --repeat 3
     python3 benchmarks/bench_sim.py --quick                   # 10k rows only
     python3 benchmarks/bench_sim.py --no-accasim --no-simpy   # ours only
+    python3 benchmarks/bench_sim.py --compiled                # + the compiled build's rows
 
 Every row runs each simulator as its own process and reports the CPU time (user +
 system) and the peak RSS of that whole process, the minimum of ``--repeat`` runs, taken
@@ -26,6 +27,10 @@ in turn (ours, peer, ours, peer...) on the same trace:
   (target < 5 s at 100k);
 * ``KOALA 300``: the eight 300-job KOALA runs of the paper, in this process (target <
   0.1 s each).
+
+With ``--compiled``, the compiled build (setup.py, made by ``benchmarks/compiled.py`` in
+the work folder first) runs every row of ours too, in turn with the source run, and its
+row says whether its output equals the source run's (the same code, compiled: it must).
 
 Traces come from ``../shared/bench/gen_swf.py`` (seeded). AccaSim lives in its own
 virtual environment (``--accasim-venv``, default ``.venv-accasim`` at the repository
@@ -53,6 +58,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import compiled  # noqa: E402
 from malleable.model import DAS3  # noqa: E402
 from malleable.policies.koala import KoalaPolicy  # noqa: E402
 from malleable.sim.run import simulate  # noqa: E402
@@ -125,9 +131,26 @@ def ours_argv(policy: str, trace: Path, platform: str = "128", out: Path | None 
 
 
 def ours(policy: str, trace: Path, platform: str = "128", out: Path | None = None,
-         *extra: str) -> Callable[[], Run]:
-    return lambda: child(ours_argv(policy, trace, platform, out, *extra),
-                         PYTHONPATH=str(ROOT / "src"))
+         *extra: str, src: Path = ROOT / "src") -> Callable[[], Run]:
+    return lambda: child(ours_argv(policy, trace, platform, out, *extra), PYTHONPATH=str(src))
+
+
+#: The compiled build's sources (``--compiled``), or None.
+COMPILED: Path | None = None
+
+
+def compiled_twin(label: str, n_jobs: int, run: Run | None, source: Run | None,
+                  same: bool | None, peer_name: str = "", peer: Run | None = None) -> Row:
+    """The compiled build's row beside the source run's: its CPU against the source's, and
+    whether its output is the same."""
+    ratio = f"{run.cpu / source.cpu:.3f} of the source run's CPU" if run and source else ""
+    verdict = "output SAME as the source run" if same else "output DIFFERENT from the " \
+        "source run" if same is not None else "output not compared"
+    return Row(f"{label} [compiled]", n_jobs, run, peer_name, peer, f"{ratio}; {verdict}")
+
+
+def same_files(a: Path, b: Path) -> bool:
+    return a.read_bytes() == b.read_bytes()
 
 
 # --------------------------------------------------------------------------- KOALA 300
@@ -157,14 +180,24 @@ def malleable_rows(n_jobs: int, seed: int, workdir: Path, repeat: int) -> list[R
         write_swf(trace, koala_workload("wm-prime", seed, jobs=n_jobs), "bench_sim wm-prime")
     rows = []
     for approach, policy in (("pwa", "egs"), ("pra", "fpsma")):
-        (run,) = best_of(repeat, ours(policy, trace, "das3", None, "--approach", approach))
+        run, comp = best_of(repeat, ours(policy, trace, "das3", None, "--approach", approach),
+                            ours(policy, trace, "das3", None, "--approach", approach,
+                                 src=COMPILED) if COMPILED else None)
         assert run is not None
         summary = json.loads(run.stdout)
         ok = ("ok (< 5 s)" if run.cpu < 5 else "SLOW (>= 5 s)") if n_jobs == 100_000 \
             else "(the 5 s target is at 100k)"
-        rows.append(Row(f"wm-prime DAS-3 {approach}/{policy}", n_jobs, run,
+        label = f"wm-prime DAS-3 {approach}/{policy}"
+        rows.append(Row(label, n_jobs, run,
                         check=f"{ok}; {summary['completed']} done, {summary['grow_ops']} "
                               f"grows, {summary['shrink_ops']} shrinks"))
+        if COMPILED:
+            twin = compiled_twin(label, n_jobs, comp, run,
+                                 comp is not None and comp.stdout == run.stdout)
+            if comp is not None and n_jobs == 100_000:
+                twin.check = ("ok (< 5 s)" if comp.cpu < 5 else "SLOW (>= 5 s)") + "; " + \
+                    twin.check
+            rows.append(twin)
     return rows
 
 
@@ -316,7 +349,10 @@ def fifo_rows(n_jobs: int, trace: Path, setup: Setup) -> list[Row]:
     python = setup.venv if setup.use_accasim else None
     acc = accasim(python, setup.bench, trace, "fifo", setup.workdir / f"acc-fifo-{n_jobs}") \
         if python else None
-    mine, theirs = best_of(setup.repeat, ours("fcfs", trace, "128", out), acc)
+    twin = setup.workdir / f"ours-fcfs-{n_jobs}-compiled"
+    mine, theirs, comp = best_of(setup.repeat, ours("fcfs", trace, "128", out), acc,
+                                 ours("fcfs", trace, "128", twin, src=COMPILED)
+                                 if COMPILED else None)
     assert mine is not None
     print(f"  ours (malleable simulate --policy fcfs, whole process): {n_jobs:,} jobs, "
           f"cpu {mine.cpu:.3f} s" + ("" if python else "; AccaSim skipped "
@@ -332,6 +368,10 @@ def fifo_rows(n_jobs: int, trace: Path, setup: Setup) -> list[Row]:
     else:
         row.check = f"AccaSim not run: {setup.venv_problem or '--no-accasim'}"
     rows = [row]
+    if COMPILED:
+        rows.append(compiled_twin("FIFO first fit", n_jobs, comp, mine,
+                                  same_files(out / "jobs.csv", twin / "jobs.csv"),
+                                  row.peer_name, theirs))
     if setup.use_simpy and setup.venv is not None:
         starts_file = setup.workdir / f"simpy-{n_jobs}.csv"
         simpy = [str(setup.venv), str(ROOT / "benchmarks" / "simpy_fifo.py"), str(trace),
@@ -342,12 +382,15 @@ def fifo_rows(n_jobs: int, trace: Path, setup: Setup) -> list[Row]:
     return rows
 
 
-def easy_row(n_jobs: int, trace: Path, setup: Setup) -> Row:
+def easy_rows(n_jobs: int, trace: Path, setup: Setup) -> list[Row]:
     out = setup.workdir / f"ours-easy-{n_jobs}"
     python = setup.venv if setup.use_accasim else None
     acc = accasim(python, setup.bench, trace, "easy", setup.workdir / f"acc-easy-{n_jobs}") \
         if python else None
-    mine, theirs = best_of(setup.repeat, ours("easy", trace, "128", out), acc)
+    twin = setup.workdir / f"ours-easy-{n_jobs}-compiled"
+    mine, theirs, comp = best_of(setup.repeat, ours("easy", trace, "128", out), acc,
+                                 ours("easy", trace, "128", twin, src=COMPILED)
+                                 if COMPILED else None)
     row = Row("EASY backfilling", n_jobs, mine, "AccaSim 1.1.3 EASY", theirs)
     if n_jobs <= setup.reference_max:
         reference = reference_easy_starts(trace)
@@ -357,7 +400,11 @@ def easy_row(n_jobs: int, trace: Path, setup: Setup) -> Row:
         row.check = f"(reference not run above {setup.reference_max:,} jobs)"
     if theirs is not None:
         row.notes.append("AccaSim's EASY is not textbook EASY: throughput only")
-    return row
+    if COMPILED:
+        return [row, compiled_twin("EASY backfilling", n_jobs, comp, mine,
+                                   same_files(out / "jobs.csv", twin / "jobs.csv"),
+                                   row.peer_name, theirs)]
+    return [row]
 
 
 # --------------------------------------------------------------------------- report
@@ -401,6 +448,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--shared-bench", type=Path,
                         help="the shared bench folder with gen_swf.py and accasim/")
     parser.add_argument("--workdir", type=Path, help="traces and outputs (default: temporary)")
+    parser.add_argument("--compiled", action="store_true",
+                        help="also run the compiled build (setup.py; built first, ~35 s)")
     parser.add_argument("--only", choices=["koala", "fifo", "easy", "rigid", "malleable"],
                         action="append", help="run only these rows (repeatable; rigid: fifo "
                                               "and easy)")
@@ -416,6 +465,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="malleable-bench-") as tmp:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
+        if args.compiled:
+            global COMPILED
+            print("  building the compiled build (benchmarks/compiled.py) ...", flush=True)
+            COMPILED = compiled.build(workdir / "compiled") / "src"
         rows = koala_rows(args.seed) if "koala" in parts else []
         venv, problem = (ensure_venv(args.accasim_venv, bench) if bench is not None
                          and (args.accasim or args.simpy) else (None, "--no-accasim"))
@@ -433,7 +486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if "fifo" in parts:
                     rows += fifo_rows(n_jobs, trace, setup)
                 if "easy" in parts:
-                    rows.append(easy_row(n_jobs, trace, setup))
+                    rows += easy_rows(n_jobs, trace, setup)
             if "malleable" in parts:
                 rows += malleable_rows(n_jobs, args.seed, workdir, args.repeat)
             print(f"  done with {n_jobs:,}", flush=True)

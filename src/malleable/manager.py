@@ -112,7 +112,7 @@ class Manager:
     _where: dict[str, str] = field(default_factory=dict)
     _active: set[str] = field(default_factory=set)
     _queue_view: _QueueView = field(init=False)
-    last_view: View | None = field(default=None, init=False)
+    last_view: View | None = field(init=False)
     """The view the policy decided on in the last cycle."""
     max_retries: int = 0
     retries: dict[str, int] = field(default_factory=dict)
@@ -125,6 +125,7 @@ class Manager:
 
     def __post_init__(self) -> None:
         self._queue_view = _QueueView(self._queue)
+        self.last_view = None
         if any(Capability.FEEDBACK in rm.capabilities for rm in self.clusters.values()):
             self.policy = honour_requests(self.policy)  # applications' own grow requests
 

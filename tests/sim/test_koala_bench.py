@@ -116,3 +116,13 @@ def test_accasim_that_cannot_install_is_skipped_with_a_message(
     blocker.write_text("x")
     assert bench_sim.ensure_accasim(blocker / "venv", bench) is None  # venv cannot be made
     assert "SKIPPED AccaSim" in capsys.readouterr().out
+
+
+def test_the_compiled_rows_say_their_cpu_share_and_whether_the_output_is_the_same() -> None:
+    source, twin = bench_sim.Run(2.0, 1024), bench_sim.Run(1.5, 2048)
+    row = bench_sim.compiled_twin("FIFO", 10, twin, source, True, "AccaSim", None)
+    assert row.label == "FIFO [compiled]" and row.ours is twin and row.peer_name == "AccaSim"
+    assert row.check == "0.750 of the source run's CPU; output SAME as the source run"
+    differ = bench_sim.compiled_twin("EASY", 10, twin, source, False)
+    assert differ.check.endswith("output DIFFERENT from the source run")
+    assert bench_sim.compiled_twin("x", 1, None, source, None).check == "; output not compared"

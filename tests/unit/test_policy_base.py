@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 from malleable.model import Action, Grow, Reject, Shrink, View, WaitingJob
 from malleable.policies.base import (
     Negotiating,
@@ -41,6 +43,32 @@ def test_a_plain_list_negotiates_ignoring_answers() -> None:
     steps = negotiate([Grow("a", 1)])
     assert next_action(steps, None) == Grow("a", 1)
     assert next_action(steps, 7) is None
+
+
+class _Steps(Generator[Action, "int | None", None]):
+    """A generator that is not Python's (as a compiled policy's are): it takes answers."""
+
+    def __init__(self) -> None:
+        self.answers: list[int | None] = []
+
+    def send(self, value: int | None) -> Action:
+        self.answers.append(value)
+        if len(self.answers) > 2:
+            raise StopIteration
+        return Grow("a", len(self.answers))
+
+    def throw(self, *args: object) -> Action:
+        raise StopIteration
+
+
+def test_another_generator_type_is_negotiated_with_answers_first_time_and_later() -> None:
+    for _ in range(2):  # the second time, its type is known
+        steps = _Steps()
+        assert negotiate(steps) is steps
+        assert next_action(steps, None) == Grow("a", 1)
+        assert next_action(steps, 5) == Grow("a", 2)
+        assert next_action(steps, 6) is None
+        assert steps.answers == [None, 5, 6]
 
 
 def test_feasibility_against_the_largest_cluster_outside_its_reserve() -> None:

@@ -25,8 +25,8 @@ class JobRecord:
     end: float | None = None
     state: JobState = JobState.WAITING
     reason: str = ""
-    _first: int | None = field(default=None, init=False, repr=False)
-    _later: list[tuple[float, int]] | None = field(default=None, init=False, repr=False)
+    _first: int | None = field(default=None, kw_only=True, repr=False)
+    _later: list[tuple[float, int]] | None = field(default=None, kw_only=True, repr=False)
 
     @property
     def sizes(self) -> list[tuple[float, int]]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable, Iterator
 from types import GeneratorType
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypeVar, cast, runtime_checkable
 
 from malleable.model import Action, Reject, View
 
@@ -54,11 +54,19 @@ class Policy(Protocol):
         ...
 
 
+#: The generator types met so far: Python's, and a compiled policy's (setup.py), one type
+#: per generator function, learnt at its first decision.
+_GENERATORS: set[type] = {GeneratorType}
+
+
 def negotiate(decision: Decision) -> Steps:
     """Any decision as a generator that takes answers (a plain iterable ignores them)."""
-    if type(decision) is GeneratorType:  # the common case, without the ABC's isinstance
+    if type(decision) in _GENERATORS:  # the common case, without the ABC's isinstance
+        return cast(Steps, decision)
+    if isinstance(decision, Generator):
+        _GENERATORS.add(type(decision))
         return decision
-    return decision if isinstance(decision, Generator) else _ignoring(iter(decision))
+    return _ignoring(iter(decision))
 
 
 def _ignoring(actions: Iterator[Action]) -> Steps:

@@ -38,6 +38,8 @@ from bisect import bisect_left, insort
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from mypy_extensions import mypyc_attr
+
 from malleable.model import (
     ClusterView,
     JobKind,
@@ -367,6 +369,7 @@ def _try_start(spec: JobSpec, plan: Plan,
     return False
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a policy to build on (setup.py)
 @dataclass
 class EasyPolicy:
     """FCFS with EASY backfilling; moldable jobs start at the largest size that fits now."""

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mypy_extensions import mypyc_attr
+
 from malleable.model import Defer, Place, View
 from malleable.policies.base import Steps, infeasible, largest_offer
 
 
+@mypyc_attr(native_class=False)  # picklable when compiled (setup.py)
 @dataclass(frozen=True)
 class FCFS:
     """Strict FCFS, first fit: the queue head starts as soon as it fits, nothing passes it."""

@@ -39,6 +39,8 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from mypy_extensions import mypyc_attr
+
 from malleable.model import (
     ClusterView,
     Defer,
@@ -91,6 +93,7 @@ def start_size(spec: JobSpec, available: int) -> int:
     return max(spec.min_size, spec.size_rule.largest_fit(min(spec.initial_size, available)))
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a policy to build on (setup.py)
 @dataclass
 class KoalaPolicy:
     """KOALA's manager: an approach, worst-fit placement and a malleability policy."""

@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from typing import ClassVar, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from malleable.model import Grow, RunningJob, Shrink
 from malleable.policies.base import answered
 
@@ -39,6 +41,7 @@ class MalleabilityPolicy(Protocol):
     def shrink(self, jobs: Sequence[RunningJob], value: int, mandatory: bool) -> Negotiation: ...
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a policy to build on (setup.py)
 class FPSMA:
     """Favour Previously Started Malleable Applications (KOALA Fig. 4)."""
 
@@ -65,6 +68,7 @@ class FPSMA:
         return total
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a policy to build on (setup.py)
 class EGS:
     """Equi-Grow & Shrink (KOALA Fig. 5).
 
@@ -129,6 +133,7 @@ def level_down(sizes: Sequence[int], minima: Sequence[int], value: int) -> list[
     return targets
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a policy to build on (setup.py)
 class Equipartition:
     """Classic equipartition: bring the malleable jobs of a cluster to equal sizes."""
 

@@ -12,11 +12,14 @@ import random
 from collections import deque
 from dataclasses import dataclass, field
 
+from mypy_extensions import mypyc_attr
+
 from malleable.model import JobKind, JobSpec
 from malleable.sim.cluster import SimCluster
 from malleable.sim.engine import ARRIVAL
 
 
+@mypyc_attr(native_class=False)  # picklable when compiled (setup.py)
 @dataclass(frozen=True)
 class BackgroundSpec:
     """Local users' load on every cluster (``interarrival`` and ``runtime`` are means, s)."""
@@ -43,10 +46,11 @@ class BackgroundLoad:
     stop: bool = False
     _rng: random.Random = field(init=False)
     _queues: dict[str, deque[JobSpec]] = field(init=False, default_factory=dict)
-    _count: int = field(init=False, default=0)
+    _count: int = field(init=False)
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
+        self._count = 0
         for cluster in self.clusters:
             self._queues[cluster.name] = deque()
             self._next_arrival(cluster)

@@ -52,20 +52,22 @@ class SimCluster:
     capabilities: frozenset[Capability] = frozenset(
         {Capability.SHRINK, Capability.EXPAND, Capability.MOLDABLE})
     idle: int = field(init=False)
-    busy_area: float = field(init=False, default=0.0)
+    busy_area: float = field(init=False)
     timeline: list[tuple[float, int]] | None = None
     catalog: AppCatalog = field(default_factory=standard_catalog, repr=False)
     _jobs: dict[str, _Job] = field(init=False, default_factory=dict)
     _events: list[JobEvent] = field(init=False, default_factory=list)
-    _last_change: float = field(init=False, default=0.0)
+    _last_change: float = field(init=False)
     # The last view, and the running jobs' views it is built from: rebuilt only for the
     # jobs that changed (in start order), and copied so that a view never changes later.
     _views: dict[str, RunningJob] = field(init=False, default_factory=dict)
     _stale: dict[str, None] = field(init=False, default_factory=dict)
-    _cached: ClusterView | None = field(init=False, default=None)
+    _cached: ClusterView | None = field(init=False)
 
     def __post_init__(self) -> None:
         self.idle = self.nodes
+        self.busy_area = 0.0
+        self._cached = None
         self._last_change = self.engine.now
 
     # ---------------------------------------------------------- ResourceManager

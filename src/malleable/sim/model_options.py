@@ -40,6 +40,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from malleable.apps import BUILTIN, AppCatalog, AppModel, UShaped
 from malleable.errors import InputError
 from malleable.model import ClusterView, JobSpec, JobState, RunningJob
@@ -51,6 +53,9 @@ HOLD_MODES = ("request", "arrival")
 U_SHAPED = {"ft": 32, "gadget2": 46}
 
 
+# Not a native class in the compiled build (setup.py): a native frozen dataclass cannot be
+# unpickled, and the sweep sends these options to its worker processes.
+@mypyc_attr(native_class=False)
 @dataclass(frozen=True)
 class ModelOptions:
     """The optional mechanisms (all off by default); see the module docstring."""
@@ -77,7 +82,10 @@ class ModelOptions:
     @property
     def active(self) -> bool:
         """Whether any option differs from the paper setting."""
-        return self != ModelOptions()
+        # Field by field: in the compiled build (setup.py) ``self != ModelOptions()`` gave
+        # True for equal options.
+        paper = ModelOptions()
+        return any(getattr(self, f.name) != getattr(paper, f.name) for f in fields(self))
 
     @property
     def needs_cluster(self) -> bool:
@@ -134,7 +142,11 @@ class ModelledCluster(SimCluster):
 
     model: ModelOptions = field(default_factory=ModelOptions)
     _growing: dict[str, int] = field(init=False, default_factory=dict)
-    _info_idle: int | None = field(init=False, default=None)
+    _info_idle: int | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._info_idle = None
 
     def start_polling(self) -> None:
         """Take the first snapshot now and the next every ``info_period`` seconds."""
