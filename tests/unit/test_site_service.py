@@ -185,6 +185,24 @@ def test_a_copy_that_never_shows_is_given_up_after_the_grace_with_one_line(
     service.close()
 
 
+def test_a_reload_keeps_awaiting_announced_copies(tmp_path: Path) -> None:
+    sites = Sites("vu", "leiden", nodes=4)
+    sites.fakes["vu"].add_job(3, "", user="carol")
+    first = _submit(sites.fakes["vu"], "alice", 1, 2, 1, sub="s1", copies=2)
+    service, driver = _open(tmp_path, sites)
+    (tmp_path / "manager.toml").write_text(
+        f'[service]\nstate = "{tmp_path / "state.sqlite"}"\npoll = 1.0\n'
+        '[policy]\nname = "fpsma"\n[clusters.vu]\n[clusters.leiden]\n')
+    _cycle(driver)
+    assert service.reload(driver)
+    _cycle(driver, 2)
+    assert first.state == "PENDING" and service.manager.waiting == 1
+    second = _submit(sites.fakes["leiden"], "alice", 1, 2, 1, sub="s1", copies=2)
+    _cycle(driver, 2)
+    assert second.state == "RUNNING" and first.state == "CANCELLED"
+    service.close()
+
+
 def test_no_more_copies_are_awaited_than_the_service_has_sites(tmp_path: Path) -> None:
     sites = Sites("vu", "leiden", nodes=4)
     first = _submit(sites.fakes["vu"], "alice", 1, 2, 1, sub="s1", copies=3)

@@ -209,8 +209,7 @@ class SiteService:
         """Whether the grace for the missing copies of ``job_id`` has run out (logged once)."""
         if job_id in self._missing:
             return True
-        record = self.manager.records.get(job_id)
-        waited = now - record.spec.submit_time if record is not None else 0.0
+        waited = now - self.manager.records[job_id].spec.submit_time
         if waited < self.config.copies_grace:
             return False
         self._missing.add(job_id)
