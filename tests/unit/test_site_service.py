@@ -158,6 +158,9 @@ def test_a_copy_found_one_poll_later_is_awaited_and_the_better_site_chosen(
     assert second.state == "RUNNING" and first.state == "CANCELLED"
     assert service.manager.cluster_of("alice:s1") == "leiden"
     assert "event=copy_missing" not in caplog.text
+    awaited = [r.getMessage() for r in caplog.records if "event=copies_awaited" in r.getMessage()]
+    assert awaited == ["event=copies_awaited job=alice:s1 found=1 announced=2 sites=vu grace=30"]
+    assert service._awaiting == set()  # placed: forgotten
     service.close()
 
 

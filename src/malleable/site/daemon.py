@@ -110,6 +110,8 @@ class SiteService:
     no site for a job still awaiting announced copies."""
     _announced: dict[str, int] = field(default_factory=dict)
     """The number of copies each waiting job's tag announced (``copies``; only if > 1)."""
+    _awaiting: set[str] = field(default_factory=set)
+    """Waiting jobs logged as awaiting announced copies (logged once)."""
     _missing: set[str] = field(default_factory=set)
     """Waiting jobs whose grace ran out before all their copies were found: logged once,
     offered where their copies are."""
@@ -197,13 +199,19 @@ class SiteService:
         live = set(self.copies)
         self._announced = {j: n for j, n in self._announced.items() if j in live}
         self._missing &= live
+        self._awaiting &= live
         self.offered.clear()
         for job_id, sites in self.copies.items():
             wanted = min(self._announced.get(job_id, 1), len(self.adapters))
             if len(sites) >= wanted or self._waited(job_id, sites, wanted, now):
                 self.offered[job_id] = sites
-            else:
-                self.offered[job_id] = frozenset()
+                continue
+            self.offered[job_id] = frozenset()
+            if job_id not in self._awaiting:
+                self._awaiting.add(job_id)
+                logger.info("event=copies_awaited job=%s found=%d announced=%d sites=%s "
+                            "grace=%g", job_id, len(sites), wanted, ",".join(sorted(sites)),
+                            self.config.copies_grace)
 
     def _waited(self, job_id: str, sites: frozenset[str], wanted: int, now: float) -> bool:
         """Whether the grace for the missing copies of ``job_id`` has run out (logged once)."""
