@@ -7,7 +7,9 @@ privilege is the image's sudo rule (``oarresume`` and ``oardel`` as ``oar``). Al
 with ``malleable submit --config`` over SSH as herself. Bob's untagged jobs hold two nodes
 of vu and one of grid, so her two-site job (``--site vu,grid``, copies on both kinds) goes
 to grid (most available nodes): resumed there, it completes, and her held Slurm copy is
-cancelled on vu. Her job for grid alone is resumed and completes; her job for vu alone is
+cancelled on vu. A two-site job whose grid copy she submits by hand only after the
+service has found its vu copy (the tag says two copies) is awaited, not placed on vu, and
+then goes to grid too. Her job for grid alone is resumed and completes; her job for vu alone is
 placed and completes. Bob's jobs are left alone. Once bob's vu job ends, her second
 two-site job goes to vu, is grown there to its maximum, completes, and its OAR copy is
 deleted. End states are read on the sites (sacct, oarstat -fJ),
@@ -159,6 +161,28 @@ def test_one_service_over_a_slurm_and_an_oar_site(
              "alice's vu copy cancelled in sacct")
     assert _sacct(tb, vu_copy)[0] == "alice"
     assert f"event=placed site=vu job={both} " not in log  # one copy only
+
+    # the copies announce two sites: a grid copy submitted after the service found the vu
+    # copy (a poll between two submissions) is awaited, and the job still goes to grid
+    late = '{"malleable_job":1,"min":1,"max":1,"sub":"late0001","copies":2,"user":"alice"}'
+    late_vu = tb.exec("vu", ["sbatch", "--parsable", "--hold", "-N1", "--exclusive",
+                             "--time=10", f"--comment={late}", "--wrap", "sleep 3"],
+                      user="alice", timeout=30, check=True).stdout.strip()
+    awaited = "event=copies_awaited job=alice:late0001 found=1 announced=2 sites=vu grace=30"
+    wait_for(lambda: awaited in serve.text(), 60, "the vu copy found and the grid one awaited",
+             explain=lambda: serve.text()[-3000:])
+    assert _squeue(tb, late_vu) == "PENDING"  # held, not placed on vu's free node
+    late_grid = oarsub_as(tb, "grid", "alice", "--hold", "-n", "m1;min=1;max=1;sub=late0001;n=2",
+                          "-l", "nodes=1", "sleep 3")
+    _completed(serve, "alice:late0001")
+    assert (serve.job("alice:late0001")["site"],
+            serve.job("alice:late0001")["native_id"]) == ("grid", late_grid)
+    log = serve.text()
+    assert f"event=copy_cancel job=alice:late0001 site=vu slurm_id={late_vu} placed_on=grid" \
+        in log
+    assert "event=copy_missing" not in log
+    wait_for(lambda: _sacct(tb, late_vu)[1].startswith("CANCELLED"), 60,
+             "the late job's vu copy cancelled in sacct")
 
     # a job for grid alone: resumed, completes
     on_grid_only = _submit(alice_config, "grid", capsys, "--min", "1", "--max", "1", "--",

@@ -15,6 +15,7 @@ state = "state/state.sqlite"
 poll = 2.5
 metrics = "127.0.0.1:0"
 max_tries = 3
+copies_grace = 12
 
 [policy]
 name = "egs"
@@ -37,6 +38,12 @@ def test_good_config(tmp_path: Path) -> None:
     assert config.clusters.sites[0].reserve == 2
     assert config.clusters.policy is not None and config.clusters.policy.name == "egs"
     assert config.status_path == tmp_path / "state" / "state.sqlite.status.json"
+    assert config.copies_grace == 12.0
+
+
+def test_copies_grace_defaults_to_30_s() -> None:
+    config = parse_service_config({"service": {"state": "s"}, "clusters": {"a": {}}})
+    assert config.copies_grace == 30.0
 
 
 @pytest.mark.parametrize(("doc", "message"), [
@@ -49,6 +56,14 @@ def test_good_config(tmp_path: Path) -> None:
     ({"service": {"state": "s", "poll": 0}, "clusters": {"a": {}}}, "service.poll"),
     ({"service": {"state": "s", "metrics": "nope"}, "clusters": {"a": {}}}, "service.metrics"),
     ({"service": {"state": "s", "max_tries": -1}, "clusters": {"a": {}}}, "service.max_tries"),
+    ({"service": {"state": "s", "copies_grace": -1}, "clusters": {"a": {}}},
+     "service.copies_grace: must be a number of seconds in [0, 3600], not -1"),
+    ({"service": {"state": "s", "copies_grace": 3601}, "clusters": {"a": {}}},
+     "service.copies_grace: must be a number of seconds in [0, 3600], not 3601"),
+    ({"service": {"state": "s", "copies_grace": "30"}, "clusters": {"a": {}}},
+     "service.copies_grace: must be a number of seconds in [0, 3600], not '30'"),
+    ({"service": {"state": "s", "copies_grace": True}, "clusters": {"a": {}}},
+     "service.copies_grace"),
     ({"service": {"state": "s"}, "clusters": {"a": {"reserv": 1}}},
      "clusters.a.reserv: unknown key"),
 ])

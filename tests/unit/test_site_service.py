@@ -5,6 +5,7 @@ restart from the journal, status and metrics."""
 from __future__ import annotations
 
 import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -23,8 +24,10 @@ from tests.fakes.slurm import FakeSlurm, node_names, settle
 ACCOUNT = "malleable"
 
 
-def _config(tmp_path: Path, sites: tuple[str, ...] = ("vu",), approach: str = "pra"):
-    doc = {"service": {"state": str(tmp_path / "state.sqlite"), "poll": 1.0},
+def _config(tmp_path: Path, sites: tuple[str, ...] = ("vu",), approach: str = "pra",
+            grace: float = 30.0):
+    doc = {"service": {"state": str(tmp_path / "state.sqlite"), "poll": 1.0,
+                       "copies_grace": grace},
            "policy": {"name": "fpsma", "options": {"approach": approach}},
            "clusters": {name: {} for name in sites}}
     return parse_service_config(doc, str(tmp_path / "manager.toml"), tmp_path)
@@ -41,8 +44,10 @@ class Sites:
         return SlurmCtl(self.fakes[site.name], user=ACCOUNT)
 
 
-def _open(tmp_path: Path, sites: Sites, **kw: object) -> tuple[SiteService, ServiceDriver]:
-    service = open_service(_config(tmp_path, tuple(sites.fakes), **kw), sites.ctl)  # type: ignore[arg-type]
+def _open(tmp_path: Path, sites: Sites, wall=time.time,
+          **kw: object) -> tuple[SiteService, ServiceDriver]:
+    service = open_service(_config(tmp_path, tuple(sites.fakes), **kw), sites.ctl,  # type: ignore[arg-type]
+                           wall=wall)
     for adapter in service.adapters.values():
         assert adapter.resizer is not None
         adapter.resizer.sleep = lambda s: None
@@ -61,8 +66,8 @@ def _cycle(driver: ServiceDriver, cycles: int = 1) -> None:
 
 
 def _submit(fake: FakeSlurm, user: str, low: int, high: int, nodes: int, sub: str | None = None,
-            held: bool = True):
-    comment = tags.encode(tags.UserTag(low, high, sub=sub), user)
+            held: bool = True, copies: int | None = None):
+    comment = tags.encode(tags.UserTag(low, high, sub=sub, copies=copies), user)
     return fake.add_job(nodes, comment, name="app", user=user, held=held)
 
 
@@ -116,6 +121,115 @@ def test_copies_on_two_sites_one_is_released_the_other_cancelled(tmp_path: Path)
     assert second.state == "RUNNING"
     assert first.state == "CANCELLED"
     assert service.manager.cluster_of("alice:s1") == "leiden"
+    service.close()
+
+
+def test_without_the_number_of_copies_the_first_copy_found_is_placed(tmp_path: Path) -> None:
+    """The race the ``copies`` key closes: a poll between two submissions sees one copy
+    and places the job there, though the second site has more room."""
+    sites = Sites("vu", "leiden", nodes=4)
+    sites.fakes["vu"].add_job(3, "", user="carol")
+    first = _submit(sites.fakes["vu"], "alice", 1, 2, 1, sub="s1")
+    service, driver = _open(tmp_path, sites)
+    _cycle(driver)
+    second = _submit(sites.fakes["leiden"], "alice", 1, 2, 1, sub="s1")
+    _cycle(driver, 2)
+    assert first.state == "RUNNING" and second.state == "CANCELLED"
+    assert service.manager.cluster_of("alice:s1") == "vu"
+    service.close()
+
+
+def test_a_copy_found_one_poll_later_is_awaited_and_the_better_site_chosen(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    sites = Sites("vu", "leiden", nodes=4)
+    sites.fakes["vu"].add_job(3, "", user="carol")  # vu has 1 free node, leiden 4
+    first = _submit(sites.fakes["vu"], "alice", 1, 2, 1, sub="s1", copies=2)
+    service, driver = _open(tmp_path, sites)
+    with caplog.at_level(logging.INFO, logger="malleable.site.daemon"):
+        _cycle(driver, 2)  # only the vu copy so far: adopted, not placed, no failed try
+        assert first.state == "PENDING" and first.held
+        assert service.manager.waiting == 1 and service.copies == {"alice:s1": {"vu"}}
+        assert service.offered == {"alice:s1": frozenset()}
+        assert service.manager.export_state()["tries"] == {}
+        assert _touched(sites.fakes["vu"], first.job_id) == []
+        assert service.status()["jobs"][0]["copies"] == ["vu"]
+        second = _submit(sites.fakes["leiden"], "alice", 1, 2, 1, sub="s1", copies=2)
+        _cycle(driver, 2)
+    assert second.state == "RUNNING" and first.state == "CANCELLED"
+    assert service.manager.cluster_of("alice:s1") == "leiden"
+    assert "event=copy_missing" not in caplog.text
+    awaited = [r.getMessage() for r in caplog.records if "event=copies_awaited" in r.getMessage()]
+    assert awaited == ["event=copies_awaited job=alice:s1 found=1 announced=2 sites=vu grace=30"]
+    assert service._awaiting == set()  # placed: forgotten
+    service.close()
+
+
+def test_a_copy_that_never_shows_is_given_up_after_the_grace_with_one_line(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    sites = Sites("vu", "leiden", nodes=4)
+    sites.fakes["vu"].add_job(3, "", user="carol")
+    first = _submit(sites.fakes["vu"], "alice", 1, 2, 1, sub="s1", copies=2)
+    skew = [0.0]
+    service, driver = _open(tmp_path, sites, wall=lambda: time.time() + skew[0], grace=20.0)
+    with caplog.at_level(logging.INFO, logger="malleable.site.daemon"):
+        _cycle(driver, 2)
+        assert first.state == "PENDING" and service.manager.waiting == 1
+        skew[0] = 19.0  # within the grace: still waiting
+        _cycle(driver)
+        assert first.state == "PENDING" and "event=copy_missing" not in caplog.text
+        skew[0] = 21.0  # past it: placed where its copy is
+        _cycle(driver, 3)
+    assert first.state == "RUNNING" and service.manager.cluster_of("alice:s1") == "vu"
+    missing = [r.getMessage() for r in caplog.records if "event=copy_missing" in r.getMessage()]
+    assert len(missing) == 1 and missing[0].startswith(
+        "event=copy_missing job=alice:s1 found=1 announced=2 sites=vu waited=2")
+    assert "placed where its copies are" in missing[0]
+    assert service._missing == set() and service._announced == {}  # the job left the queue
+    service.close()
+
+
+def test_a_reload_keeps_awaiting_announced_copies(tmp_path: Path) -> None:
+    sites = Sites("vu", "leiden", nodes=4)
+    sites.fakes["vu"].add_job(3, "", user="carol")
+    first = _submit(sites.fakes["vu"], "alice", 1, 2, 1, sub="s1", copies=2)
+    service, driver = _open(tmp_path, sites)
+    (tmp_path / "manager.toml").write_text(
+        f'[service]\nstate = "{tmp_path / "state.sqlite"}"\npoll = 1.0\n'
+        '[policy]\nname = "fpsma"\n[clusters.vu]\n[clusters.leiden]\n')
+    _cycle(driver)
+    assert service.reload(driver)
+    _cycle(driver, 2)
+    assert first.state == "PENDING" and service.manager.waiting == 1
+    second = _submit(sites.fakes["leiden"], "alice", 1, 2, 1, sub="s1", copies=2)
+    _cycle(driver, 2)
+    assert second.state == "RUNNING" and first.state == "CANCELLED"
+    service.close()
+
+
+def test_no_more_copies_are_awaited_than_the_service_has_sites(tmp_path: Path) -> None:
+    sites = Sites("vu", "leiden", nodes=4)
+    first = _submit(sites.fakes["vu"], "alice", 1, 2, 1, sub="s1", copies=3)
+    second = _submit(sites.fakes["leiden"], "alice", 1, 2, 1, sub="s1", copies=3)
+    service, driver = _open(tmp_path, sites)
+    _cycle(driver, 2)  # two sites, two copies found: placed at once
+    assert {first.state, second.state} == {"RUNNING", "CANCELLED"}
+    service.close()
+
+
+def test_the_grace_counts_from_the_first_adoption_across_a_restart(tmp_path: Path) -> None:
+    sites = Sites("vu", "leiden", nodes=4)
+    first = _submit(sites.fakes["vu"], "alice", 1, 2, 1, sub="s1", copies=2)
+    skew = [0.0]
+    service, driver = _open(tmp_path, sites, wall=lambda: time.time() + skew[0], grace=20.0)
+    _cycle(driver)
+    service.close()
+    skew[0] = 10.0
+    service, driver = _open(tmp_path, sites, wall=lambda: time.time() + skew[0], grace=20.0)
+    _cycle(driver)
+    assert first.state == "PENDING" and service.manager.waiting == 1
+    skew[0] = 21.0
+    _cycle(driver, 2)
+    assert first.state == "RUNNING"
     service.close()
 
 

@@ -234,6 +234,25 @@ def test_a_mixed_service_places_one_copy_and_cancels_the_other(tmp_path: Path,
     service.close()
 
 
+def test_an_oar_copy_announced_by_n_is_awaited_though_the_slurm_copy_came_first(
+        tmp_path: Path) -> None:
+    """test_mixed_serve's race on fakes: vu's copy is found one poll before grid's."""
+    sites = Sites(oar=("grid",), slurm=("vu",))
+    sites.slurm["vu"].add_job(3, "", user="carol")  # vu 1 free node, grid 4
+    tag = tags.UserTag(1, 2, sub="m1", copies=2)
+    on_slurm = sites.slurm["vu"].add_job(1, tags.encode(tag, "alice"), name="app",
+                                         user="alice", held=True)
+    service, driver = _open(tmp_path, sites)
+    _cycle(driver)
+    assert on_slurm.state == "PENDING" and service.manager.waiting == 1
+    on_oar = _submit(sites.oar["grid"], "alice", 1, 2, 1, name=tags.encode_oar(tag))
+    assert on_oar.name.endswith(";sub=m1;n=2")
+    _cycle(driver, 3)
+    assert service.manager.cluster_of("alice:m1") == "grid"
+    assert on_oar.state == "Running" and on_slurm.state == "CANCELLED"
+    service.close()
+
+
 def test_bad_and_forged_tags_are_logged_once_and_never_acted_on(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     sites = Sites()

@@ -28,6 +28,7 @@ def test_one_site_prints_the_slurm_id_and_submits_held_and_tagged() -> None:
     assert "--nodes=4" in argv and "--time=10:00" in argv
     tag = tags.parse(_option(argv, "comment"), "alice")
     assert (tag.min_size, tag.max_size, tag.preferred, tag.mpi) == (2, 8, 4, False)
+    assert tag.copies is None  # one site: nothing to wait for
     assert script == "#!/bin/sh\nexec python3 app.py 'a b; rm -rf /'\n"
 
 
@@ -74,6 +75,7 @@ def test_several_sites_share_one_submission_id() -> None:
     shown, ids = submit(Submission(1, 2, ("hostname",), sites=("vu", "leiden")), runner, "bob")
     subs = {tags.parse(_option(a, "comment"), "bob").sub for a in runner.calls}
     assert len(subs) == 1 and shown == f"bob:{subs.pop()}" and ids == [77, 77]
+    assert [tags.parse(_option(a, "comment"), "bob").copies for a in runner.calls] == [2, 2]
     assert [_option(a, "clusters") for a in runner.calls] == ["vu", "leiden"]
 
 
@@ -92,6 +94,10 @@ def test_sbatch_refusal_is_an_external_error() -> None:
     (["--min", "1", "--max", "4", "--time", "soon", "--", "ls"], "--time 'soon'"),
     (["--min", "1", "--max", "4", "--app-model", "a b", "--", "ls"], "--app-model"),
     (["--min", "1", "--max", "4", "--site", "a;b", "--", "ls"], "--site 'a;b'"),
+    (["--min", "1", "--max", "4", "--site", "vu,grid,vu", "--", "ls"],
+     "--site names vu more than once: one copy per site"),
+    (["--min", "1", "--max", "4", "--site", ",".join(f"s{i}" for i in range(33)), "--", "ls"],
+     "--site names 33 sites, at most 32"),
     (["--min", "1", "--max", "4"], "no command"),
     (["--min", "x", "--max", "4", "--", "ls"], "invalid int value"),
     (["--max", "4", "--", "ls"], "the following arguments are required: --min"),

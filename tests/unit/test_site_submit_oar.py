@@ -45,6 +45,7 @@ def test_a_held_job_named_with_the_compact_tag_owned_by_the_user() -> None:
     assert (tag.min_size, tag.max_size, tag.preferred, tag.app, tag.mpi) == (2, 8, 3, "jacobi",
                                                                               False)
     assert tag.sub is not None and tags.SUB_ID.fullmatch(tag.sub)
+    assert tag.copies is None and ";n=" not in name
 
 
 def test_the_held_job_shows_held_and_tagged_in_oarstat_and_never_starts() -> None:
@@ -128,6 +129,9 @@ def test_copies_on_slurm_and_oar_share_one_submission_id() -> None:
     sub = tags.parse(comment.split("=", 1)[1], "alice").sub
     assert ids == [4242, 1] and shown == f"alice:{sub}"
     assert tags.parse_oar(fake.jobs[1].name).sub == sub
+    # both copies say there are two, so that the service waits for the second
+    assert tags.parse(comment.split("=", 1)[1], "alice").copies == 2
+    assert fake.jobs[1].name.endswith(";n=2")
     assert "--clusters=vu" in slurm.calls[0]
 
 

@@ -59,6 +59,47 @@ def test_bad_tags_are_refused_with_a_short_reason(comment: str) -> None:
     assert "\n" not in str(caught.value)
 
 
+def test_the_number_of_copies_is_announced_with_the_submission_id() -> None:
+    tag = tags.UserTag(1, 4, sub="9f3e21c4", copies=2)
+    text = tags.encode(tag, "alice")
+    assert text == ('{"malleable_job":1,"min":1,"max":4,"sub":"9f3e21c4","copies":2,'
+                    '"user":"alice"}')
+    assert tags.parse(text, "alice") == tag
+    # a tag without it (every tag written before the key existed) still parses
+    old = tags.parse('{"malleable_job":1,"min":1,"max":4,"sub":"9f3e21c4"}', "alice")
+    assert old.copies is None and old.sub == "9f3e21c4"
+    top = tags.UserTag(1, 4, sub="s", copies=tags.MAX_COPIES)
+    assert tags.parse(tags.encode(top), "bob") == top
+
+
+BAD_COPIES = {
+    '{"malleable_job":1,"min":1,"max":4,"copies":2}':
+        "copies needs sub (the submission id its copies share)",
+    '{"malleable_job":1,"min":1,"max":4,"sub":"s","copies":1}':
+        "copies must be in [2, 32], not 1",
+    '{"malleable_job":1,"min":1,"max":4,"sub":"s","copies":0}':
+        "copies must be in [2, 32], not 0",
+    '{"malleable_job":1,"min":1,"max":4,"sub":"s","copies":-2}':
+        "copies must be in [2, 32], not -2",
+    '{"malleable_job":1,"min":1,"max":4,"sub":"s","copies":33}':
+        "copies must be in [2, 32], not 33",
+    '{"malleable_job":1,"min":1,"max":4,"sub":"s","copies":"2"}':
+        "copies must be an integer, not str",
+    '{"malleable_job":1,"min":1,"max":4,"sub":"s","copies":2.0}':
+        "copies must be an integer, not float",
+    '{"malleable_job":1,"min":1,"max":4,"sub":"s","copies":true}':
+        "copies must be an integer, not bool",
+    '{"malleable_job":1,"min":1,"max":4,"sub":"s","copies":null}': "copies is missing",
+}
+
+
+@pytest.mark.parametrize(("comment", "reason"), BAD_COPIES.items())
+def test_bad_numbers_of_copies_are_refused_saying_why(comment: str, reason: str) -> None:
+    with pytest.raises(tags.BadTag) as caught:
+        tags.parse(comment, "bob")
+    assert str(caught.value) == reason
+
+
 def test_the_owner_may_name_himself() -> None:
     assert tags.parse('{"malleable_job":1,"min":1,"max":4,"user":"bob"}', "bob").max_size == 4
 
@@ -82,6 +123,36 @@ def test_compact_tag_is_the_documented_form_and_parses_back() -> None:
 def test_minimal_compact_tag_from_plain_oarsub_in_any_order() -> None:
     assert tags.encode_oar(tags.UserTag(1, 4)) == "m1;min=1;max=4"
     assert tags.parse_oar("m1;max=4;sub=ab;min=1;mpi") == tags.UserTag(1, 4, mpi=True, sub="ab")
+
+
+def test_compact_tag_announces_its_copies_as_n() -> None:
+    tag = tags.UserTag(1, 4, sub="9f3e21c4", copies=3)
+    name = tags.encode_oar(tag)
+    assert name == "m1;min=1;max=4;sub=9f3e21c4;n=3"
+    assert tags.parse_oar(name) == tag
+    assert tags.parse_oar("m1;n=2;max=4;sub=ab;min=1") == tags.UserTag(1, 4, sub="ab", copies=2)
+
+
+BAD_OAR_COPIES = {
+    "m1;min=1;max=4;n=2": "copies needs sub (the submission id its copies share)",
+    "m1;min=1;max=4;sub=s;n=1": "copies must be in [2, 32], not 1",
+    "m1;min=1;max=4;sub=s;n=0": "copies must be in [2, 32], not 0",
+    "m1;min=1;max=4;sub=s;n=33": "copies must be in [2, 32], not 33",
+    "m1;min=1;max=4;sub=s;n=-2": "n must be a decimal integer, not '-2'",
+    "m1;min=1;max=4;sub=s;n=02": "n must be a decimal integer, not '02'",
+    "m1;min=1;max=4;sub=s;n=": "n must be a decimal integer, not ''",
+    "m1;min=1;max=4;sub=s;n": "n needs a value",
+    "m1;min=1;max=4;sub=s;n=2;n=3": "n is given twice",
+    "m1;min=1;max=4;sub=s;copies=2": "unknown key 'copies'; valid: min, max, pref, app, mpi, "
+                                     "sub, n",
+}
+
+
+@pytest.mark.parametrize(("name", "reason"), BAD_OAR_COPIES.items())
+def test_bad_compact_numbers_of_copies_are_refused_saying_why(name: str, reason: str) -> None:
+    with pytest.raises(tags.BadTag) as caught:
+        tags.parse_oar(name)
+    assert str(caught.value) == reason
 
 
 BAD_OAR = {
@@ -160,6 +231,10 @@ def test_the_longest_fixed_parts_leave_room_for_the_free_ones() -> None:
         tags.encode_oar(tags.UserTag(big, big, big, "a" * 49, True, "ss"))
     assert caught.value.over == 1
     assert str(caught.value).endswith("shorten app (49 characters) or sub (2 characters) by 1")
+    # the number of copies takes at most 5 more (";n=32"), with a sub of 8 (malleable submit)
+    most = tags.encode_oar(tags.UserTag(big, big, big, mpi=True, sub="s" * 8,
+                                        copies=tags.MAX_COPIES))
+    assert len(most) == 40 + len(";sub=ssssssss") + 5 == 58
 
 
 def test_an_invalid_tag_is_refused_before_its_length() -> None:
@@ -178,8 +253,9 @@ def valid_tags(draw: st.DrawFn) -> tags.UserTag:
     low = draw(st.integers(1, tags.MAX_NODES))
     high = draw(st.integers(low, tags.MAX_NODES))
     preferred = draw(st.none() | st.integers(low, high))
-    return tags.UserTag(low, high, preferred, draw(_NAMES), draw(st.booleans()),
-                        draw(st.none() | _SUBS))
+    sub = draw(st.none() | _SUBS)
+    copies = draw(st.none() | st.integers(2, tags.MAX_COPIES)) if sub is not None else None
+    return tags.UserTag(low, high, preferred, draw(_NAMES), draw(st.booleans()), sub, copies)
 
 
 @given(valid_tags())

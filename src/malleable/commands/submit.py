@@ -36,7 +36,8 @@ def register(sub: Any) -> None:
     p.add_argument("--site", metavar="S[,T...]",
                    help="Slurm cluster(s) to submit to (sbatch --clusters), or with --config its "
                         "site table(s); default: this "
-                        "login node's cluster. With several, the service places one copy")
+                        "login node's cluster. With several (each once, at most 32), the "
+                        "service places one copy once it has found them all")
     p.add_argument("--config", type=Path, metavar="FILE",
                    help="clusters config (docs/slurm.md) naming the --site tables: their kind "
                         "(slurm or oar) and how to reach them as you (host/user/key: SSH, "

@@ -10,6 +10,7 @@
     account = "malleable"                       # optional: the account it must run as
     max_tries = 0                               # optional: KOALA's placement tries (0: none)
     channel = "0.0.0.0:7461"                    # optional: the --mpi jobs' channel (agents)
+    copies_grace = 30.0                         # optional: seconds to wait for a job's copies
 
     [policy]                                    # as for `malleable manager run`
     name = "fpsma"
@@ -37,7 +38,10 @@ from malleable.config import ClustersConfig, check_files, parse_config, read_tom
 from malleable.errors import InputError
 
 TOP_KEYS = ("service", "policy", "ssh", "clusters")
-SERVICE_KEYS = ("state", "poll", "metrics", "status", "account", "max_tries", "channel")
+SERVICE_KEYS = ("state", "poll", "metrics", "status", "account", "max_tries", "channel",
+                "copies_grace")
+#: Default of ``service.copies_grace`` (seconds).
+COPIES_GRACE = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +58,9 @@ class ServiceConfig:
     source: str = "<config>"
     channel: tuple[str, int] | None = None
     """Where the ``--mpi`` jobs' agents connect (:mod:`malleable.site.channel`); None: off."""
+    copies_grace: float = COPIES_GRACE
+    """Seconds after adopting a job whose tag announces more copies than were found (the
+    tag's ``copies``) before it is placed where its copies are."""
 
     @property
     def status_path(self) -> Path:
@@ -90,6 +97,7 @@ def parse_service_config(data: dict[str, Any], source: str = "<config>",
         poll=_poll(raw.get("poll", 5.0), source),
         metrics=_address(raw.get("metrics", ""), source),
         channel=_address(raw.get("channel", ""), source, "channel"),
+        copies_grace=_grace(raw.get("copies_grace", COPIES_GRACE), source),
         status=_path(raw, "status", base, source) if "status" in raw else None,
         account=_text(raw, "account", source) if "account" in raw else None,
         max_tries=tries or None,
@@ -130,6 +138,14 @@ def _poll(value: Any, source: str) -> float:
             or not math.isfinite(value) or not 0.05 <= value <= 3600):
         raise InputError(f"service.poll: must be a number of seconds in [0.05, 3600], not "
                          f"{value!r}", source=source)
+    return float(value)
+
+
+def _grace(value: Any, source: str) -> float:
+    if (isinstance(value, bool) or not isinstance(value, int | float)
+            or not math.isfinite(value) or not 0 <= value <= 3600):
+        raise InputError(f"service.copies_grace: must be a number of seconds in [0, 3600], "
+                         f"not {value!r}", source=source)
     return float(value)
 
 

@@ -10,7 +10,10 @@ workload of its own):
 2. :meth:`SiteService.discover` adopts them: a new waiting job enters the manager's
    placement queue, a job found running is followed where it runs, a copy of a job
    already placed elsewhere is cancelled, a waiting job whose copies are all gone
-   leaves the queue;
+   leaves the queue; a waiting job whose tag announces more copies (``copies``) than
+   were found is not offered to the policy until they are all found, or until
+   ``service.copies_grace`` seconds after its adoption (then it is placed where its
+   copies are, and one line says which are missing);
 3. the manager's cycle runs the policy (wrapped by
    :class:`~malleable.site.placement.CopiesPolicy`) and applies its placements
    (release of the held copy on Slurm, ``oarresume`` as ``oar`` on OAR) and resizes
@@ -89,6 +92,7 @@ class SiteService:
     adapters: dict[str, ServiceSite]
     manager: Manager
     copies: dict[str, frozenset[str]]
+    """The sites where each waiting job's copies were found."""
     metrics: ServiceMetrics
     ctl_factory: CtlFactory = site_ctl
     channel: ChannelServer | None = None
@@ -101,6 +105,16 @@ class SiteService:
     _ignored: dict[str, int] = field(default_factory=dict)
     _duplicates: set[tuple[str, int]] = field(default_factory=set)
     """Running copies reported as duplicates (site, native id): logged once."""
+    offered: dict[str, frozenset[str]] = field(default_factory=dict)
+    """The copies the policy may place (:class:`CopiesPolicy`'s map): :attr:`copies`, but
+    no site for a job still awaiting announced copies."""
+    _announced: dict[str, int] = field(default_factory=dict)
+    """The number of copies each waiting job's tag announced (``copies``; only if > 1)."""
+    _awaiting: set[str] = field(default_factory=set)
+    """Waiting jobs logged as awaiting announced copies (logged once)."""
+    _missing: set[str] = field(default_factory=set)
+    """Waiting jobs whose grace ran out before all their copies were found: logged once,
+    offered where their copies are."""
 
     def __post_init__(self) -> None:
         if self.channel is not None:
@@ -134,6 +148,7 @@ class SiteService:
                     self._waiting(adapter, found, now, copies)
         self.copies.clear()
         self.copies.update({job: frozenset(s) for job, s in copies.items() if s})
+        self._offer(now)
         if all(self.fresh(name) for name in self.adapters):
             for job_id in self.manager.waiting_ids():
                 if job_id not in self.copies and self.manager.withdraw(
@@ -164,6 +179,9 @@ class SiteService:
         placed = self.manager.cluster_of(found.job_id)
         if placed is None:
             copies.setdefault(found.job_id, set()).add(adapter.name)
+            if found.tag.copies is not None:
+                self._announced[found.job_id] = max(self._announced.get(found.job_id, 0),
+                                                    found.tag.copies)
             return
         followed = self.adapters[placed].slurm_id(found.job_id) if placed in self.adapters \
             else None
@@ -172,6 +190,42 @@ class SiteService:
             logger.info("event=copy_cancel job=%s site=%s %s=%d placed_on=%s",
                         found.job_id, adapter.name, adapter.id_key, found.slurm_id, placed)
             adapter.cancel_copy(found.slurm_id)
+
+    def _offer(self, now: float) -> None:
+        """The policy's map of copies: a job whose tag announced more copies than were
+        found gets no site (it is left out of every site's view: not placed, no failed
+        try) until the others are found or its grace has passed (see the module
+        docstring). At most one copy per configured site can ever be found."""
+        live = set(self.copies)
+        self._announced = {j: n for j, n in self._announced.items() if j in live}
+        self._missing &= live
+        self._awaiting &= live
+        self.offered.clear()
+        for job_id, sites in self.copies.items():
+            wanted = min(self._announced.get(job_id, 1), len(self.adapters))
+            if len(sites) >= wanted or self._waited(job_id, sites, wanted, now):
+                self.offered[job_id] = sites
+                continue
+            self.offered[job_id] = frozenset()
+            if job_id not in self._awaiting:
+                self._awaiting.add(job_id)
+                logger.info("event=copies_awaited job=%s found=%d announced=%d sites=%s "
+                            "grace=%g", job_id, len(sites), wanted, ",".join(sorted(sites)),
+                            self.config.copies_grace)
+
+    def _waited(self, job_id: str, sites: frozenset[str], wanted: int, now: float) -> bool:
+        """Whether the grace for the missing copies of ``job_id`` has run out (logged once)."""
+        if job_id in self._missing:
+            return True
+        waited = now - self.manager.records[job_id].spec.submit_time
+        if waited < self.config.copies_grace:
+            return False
+        self._missing.add(job_id)
+        logger.warning("event=copy_missing job=%s found=%d announced=%d sites=%s waited=%.1f "
+                       "reason='not all its copies were found within service.copies_grace; "
+                       "placed where its copies are'", job_id, len(sites), wanted,
+                       ",".join(sorted(sites)), waited)
+        return True
 
     def _running(self, adapter: ServiceSite, found: Found, now: float) -> None:
         record = self.manager.records.get(found.job_id)
@@ -316,7 +370,7 @@ class SiteService:
             return False
         if new.state != self.config.state or new.metrics != self.config.metrics:
             logger.warning("event=reload_partial reason='state and metrics need a restart'")
-        self.manager.policy = CopiesPolicy(policy, self.copies)
+        self.manager.policy = CopiesPolicy(policy, self.offered)
         self._reload_sites(new)
         if driver is not None:
             driver.poll_interval = new.poll
@@ -383,8 +437,10 @@ def make_adapter(site: SiteConfig, clock: ScaledClock, info: RunInfo, store: Sto
 
 
 def open_service(config: ServiceConfig, ctl_factory: CtlFactory = site_ctl,
-                 metrics: ServiceMetrics | None = None) -> SiteService:
-    """The service from its config: a new journal, or the one at ``state`` resumed."""
+                 metrics: ServiceMetrics | None = None,
+                 wall: Callable[[], float] = time.time) -> SiteService:
+    """The service from its config: a new journal, or the one at ``state`` resumed (its
+    clock reads ``wall``, the epoch time)."""
     spec = config.clusters.policy or _default_policy()
     policy = spec.build(config.source)
     config.state.parent.mkdir(parents=True, exist_ok=True)
@@ -398,11 +454,12 @@ def open_service(config: ServiceConfig, ctl_factory: CtlFactory = site_ctl,
         store.close()
         raise InputError(f"the state file holds a `manager run` of workload {info.workload!r}, "
                          "not a site service: use another service.state", source=config.source)
-    clock = ScaledClock(info.epoch0, 1.0)
+    clock = ScaledClock(info.epoch0, 1.0, wall)
     adapters = {site.name: make_adapter(site, clock, info, store, ctl_factory)
                 for site in config.clusters.sites}
     copies: dict[str, frozenset[str]] = {}
-    manager = Manager(CopiesPolicy(policy, copies), adapters, max_tries=config.max_tries,
+    offered: dict[str, frozenset[str]] = {}
+    manager = Manager(CopiesPolicy(policy, offered), adapters, max_tries=config.max_tries,
                       journal=store)
     if store.submitted():
         found = resume(store, manager, adapters)
@@ -415,7 +472,7 @@ def open_service(config: ServiceConfig, ctl_factory: CtlFactory = site_ctl,
         for adapter in adapters.values():
             adapter.channel = channel
     return SiteService(config, store, info, clock, adapters, manager, copies,
-                       metrics or ServiceMetrics(), ctl_factory, channel)
+                       metrics or ServiceMetrics(), ctl_factory, channel, offered=offered)
 
 
 @dataclass

@@ -12,7 +12,9 @@ deferred forever (which is what a single decision over all sites did: worst fit 
 the emptier site without a copy). A job deferred on every site counts one failed try.
 Without copies the policy decides once over all sites, as in the simulator; a
 placement on a site without a copy is then moved to a copy's site if it fits there,
-else deferred. Pure: it reads only the view and the map of copies.
+else deferred. A job listed with no site is shown to the policy on no site (the service
+is still waiting for copies its tag announced): it is neither placed nor deferred. Pure:
+it reads only the view and the map of copies.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ class CopiesPolicy:
 
     inner: Policy
     sites: Mapping[str, frozenset[str]]
-    """The sites holding a waiting copy of each job (a job not listed: any site)."""
+    """The sites holding a waiting copy of each job (a job not listed: any site; listed
+    with none: not placeable yet)."""
 
     @property
     def name(self) -> str:

@@ -5,7 +5,10 @@ tag of :mod:`malleable.site.tag` in its comment; the site service releases it wh
 and at the size its policy places it. Without ``--site`` the job goes to the login
 node's own cluster; ``--site A,B`` submits one copy to each named Slurm cluster
 (``sbatch --clusters=NAME``, Slurm's multi-cluster submission) sharing one submission
-id, and the service releases one copy and cancels the others.
+id, and the service releases one copy and cancels the others. The copies' tags say how
+many sites there are (``copies``), so that the service waits until it has found them all
+(within ``service.copies_grace``) before it places the job; a site may be named once, and
+at most :data:`~malleable.site.tag.MAX_COPIES` sites.
 
 The batch script runs the command with its arguments quoted (never through a shell
 string built from them). With ``--mpi`` the command is a ``malleable.mpi`` Python
@@ -120,6 +123,11 @@ def check(sub: Submission) -> tags.UserTag:
     for site in sub.sites:
         if not _SITE.fullmatch(site):
             raise InputError(f"--site {site!r} is not a cluster name")
+    twice = sorted({site for site in sub.sites if sub.sites.count(site) > 1})
+    if twice:
+        raise InputError(f"--site names {', '.join(twice)} more than once: one copy per site")
+    if len(sub.sites) > tags.MAX_COPIES:
+        raise InputError(f"--site names {len(sub.sites)} sites, at most {tags.MAX_COPIES}")
     if sub.mpi:
         _check_mpi(sub)
     elif sub.service is not None:
@@ -198,7 +206,7 @@ def submit_to(sub: Submission, targets: Sequence[Target]) -> tuple[str, list[int
     ``USER:SUB`` for several copies) and the sites' job ids, in the targets' order."""
     tag = check(sub)
     tag = tags.UserTag(tag.min_size, tag.max_size, tag.preferred, tag.app, tag.mpi,
-                       secrets.token_hex(4))
+                       secrets.token_hex(4), len(targets) if len(targets) > 1 else None)
     names = {t.site: oar_name(sub, tag, t.site) for t in targets if t.kind == "oar"}
     ids = [_oarsub(sub, names[t.site], t) if t.kind == "oar" else _sbatch(sub, tag, t)
            for t in targets]

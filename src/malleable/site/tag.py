@@ -3,7 +3,7 @@ compact form in an OAR job's name.
 
 A user (``malleable submit``, or plain ``sbatch``) writes, without spaces::
 
-    {"malleable_job":1,"min":2,"max":8,"preferred":4,"app":"fixed","mpi":true,"sub":"9f3e21c4"}
+    {"malleable_job":1,"min":2,"max":8,"preferred":4,"app":"fixed","mpi":true,"sub":"9f3e21c4","copies":2}
 
 * ``malleable_job`` the format's version (1); required;
 * ``min``, ``max`` the size range in nodes (integers, ``1 <= min <= max <= MAX_NODES``);
@@ -13,6 +13,11 @@ A user (``malleable submit``, or plain ``sbatch``) writes, without spaces::
 * ``mpi`` optional boolean: the job runs a ``malleable.mpi`` application through the runner;
 * ``sub`` optional submission id (``[A-Za-z0-9_-]{1,32}``): copies of one submission on
   several sites share it, and the service places one of them;
+* ``copies`` optional, only with ``sub``: how many sites the submission was sent to
+  (an integer in ``[2, MAX_COPIES]``; ``malleable submit`` writes it with several sites).
+  The service places such a job only once it has found that many copies, or once
+  ``service.copies_grace`` seconds have passed since it adopted the job (then where its
+  copies are, with one log line). Without it the copies are placed as found;
 * ``user`` optional: if present it must be the job's owner as Slurm reports it.
 
 Anything else (longer than :data:`MAX_LENGTH`, invalid JSON, another version, unknown
@@ -25,12 +30,12 @@ The service's own internal tags (``{"malleable":1,"run":...}``, see
 ``varchar(100)``: the JSON form does not fit with every key, so OAR jobs carry a compact
 form (:func:`encode_oar`, :func:`parse_oar`), without spaces::
 
-    m1;min=2;max=8;pref=4;app=fixed;mpi;sub=9f3e21c4
+    m1;min=2;max=8;pref=4;app=fixed;mpi;sub=9f3e21c4;n=2
 
 ``m1`` is the version (1) and comes first; then ``key=value`` parts in any order, each key
 at most once: ``min`` and ``max`` (required), ``pref`` (``preferred``), ``app``, ``sub``,
-and the bare flag ``mpi``; the values obey the checks of the JSON form. There is no
-``user`` key: the owner is always oarstat's ``owner``. A name of more than
+``n`` (``copies``), and the bare flag ``mpi``; the values obey the checks of the JSON
+form. There is no ``user`` key: the owner is always oarstat's ``owner``. A name of more than
 :data:`OAR_MAX_LENGTH` characters cannot be stored by OAR: :func:`encode_oar` refuses it
 with :class:`TagTooLong`, naming the parts to shorten.
 """
@@ -47,9 +52,11 @@ KEY = "malleable_job"
 MAX_LENGTH = 1024
 #: Largest node count a tag may ask for.
 MAX_NODES = 100_000
-_KEYS = frozenset({KEY, "min", "max", "preferred", "app", "mpi", "sub", "user"})
+_KEYS = frozenset({KEY, "min", "max", "preferred", "app", "mpi", "sub", "copies", "user"})
 _APP = re.compile(r"[A-Za-z0-9._-]{1,64}")
 SUB_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
+#: Most sites one submission may be sent to (the ``copies`` key's upper bound).
+MAX_COPIES = 32
 #: The version part that starts an OAR job name carrying a tag.
 OAR_VERSION = f"m{VERSION}"
 #: Longest OAR job name (OAR 2.5's ``jobs.job_name`` is ``varchar(100)``).
@@ -58,7 +65,7 @@ OAR_MAX_LENGTH = 100
 _OAR_CLAIM = re.compile(r"m[0-9]+;")
 #: A size in the compact form: decimal digits, no sign, no leading zero.
 _OAR_INT = re.compile(r"0|[1-9][0-9]{0,11}")
-_OAR_KEYS = ("min", "max", "pref", "app", "mpi", "sub")
+_OAR_KEYS = ("min", "max", "pref", "app", "mpi", "sub", "n")
 #: The parts of a compact tag whose length the user chooses, longest possible first.
 _OAR_FREE = ("app", "sub")
 
@@ -73,6 +80,8 @@ class UserTag:
     app: str = "fixed"
     mpi: bool = False
     sub: str | None = None
+    copies: int | None = None
+    """How many sites the submission ``sub`` was sent to (None: not said)."""
 
 
 class BadTag(ValueError):
@@ -108,6 +117,8 @@ def encode(tag: UserTag, user: str | None = None) -> str:
         body["mpi"] = True
     if tag.sub is not None:
         body["sub"] = tag.sub
+    if tag.copies is not None:
+        body["copies"] = tag.copies
     if user is not None:
         body["user"] = user
     text = json.dumps(body, separators=(",", ":"))
@@ -128,6 +139,11 @@ def check(tag: UserTag) -> None:
         raise BadTag(f"app {tag.app[:70]!r} is not a model name")
     if tag.sub is not None and not SUB_ID.fullmatch(tag.sub):
         raise BadTag(f"sub {tag.sub[:40]!r} is not a submission id ([A-Za-z0-9_-]{{1,32}})")
+    if tag.copies is not None:
+        if tag.sub is None:
+            raise BadTag("copies needs sub (the submission id its copies share)")
+        if not 2 <= tag.copies <= MAX_COPIES:
+            raise BadTag(f"copies must be in [2, {MAX_COPIES}], not {tag.copies}")
 
 
 def parse(comment: str, owner: str) -> UserTag:
@@ -152,7 +168,8 @@ def parse(comment: str, owner: str) -> UserTag:
     tag = UserTag(_int(body, "min"), _int(body, "max"),
                   _int(body, "preferred") if "preferred" in body else None,
                   _text(body, "app", "fixed"), _flag(body, "mpi"),
-                  _text(body, "sub", None) if "sub" in body else None)
+                  _text(body, "sub", None) if "sub" in body else None,
+                  _int(body, "copies") if "copies" in body else None)
     check(tag)
     return tag
 
@@ -202,6 +219,8 @@ def encode_oar(tag: UserTag) -> str:
         parts.append("mpi")
     if tag.sub is not None:
         parts.append(f"sub={tag.sub}")
+    if tag.copies is not None:
+        parts.append(f"n={tag.copies}")
     text = ";".join(parts)
     if len(text) > OAR_MAX_LENGTH:
         free = {"app": len(tag.app) if tag.app != "fixed" else 0, "sub": len(tag.sub or "")}
@@ -220,7 +239,8 @@ def parse_oar(name: str) -> UserTag:
     body = _oar_parts(parts)
     tag = UserTag(_oar_int(body, "min"), _oar_int(body, "max"),
                   _oar_int(body, "pref") if "pref" in body else None,
-                  body.get("app", "fixed"), "mpi" in body, body.get("sub"))
+                  body.get("app", "fixed"), "mpi" in body, body.get("sub"),
+                  _oar_int(body, "n") if "n" in body else None)
     check(tag)
     return tag
 
