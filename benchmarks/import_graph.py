@@ -33,7 +33,7 @@ PACKAGE = "malleable"
 #: The intended layer of each room (DESIGN.md, "Rooms"): a room may import rooms on its
 #: own layer or below, never above.
 LAYERS: dict[str, int] = {
-    "__init__": 0, "errors": 0, "model": 0, "argtypes": 0,
+    "__init__": 0, "errors": 0, "model": 0, "argtypes": 0, "compiling": 0,
     "resources": 1, "apps": 1, "clock": 1, "faults": 1,
     "config": 2, "policies": 2, "metrics": 2, "workloads": 2,
     "manager": 3, "health": 3, "mpi": 3,

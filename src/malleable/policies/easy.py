@@ -38,8 +38,7 @@ from bisect import bisect_left, insort
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from mypy_extensions import mypyc_attr
-
+from malleable.compiling import mypyc_attr
 from malleable.model import (
     ClusterView,
     JobKind,

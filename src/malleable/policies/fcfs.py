@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mypy_extensions import mypyc_attr
-
+from malleable.compiling import mypyc_attr
 from malleable.model import Defer, Place, View
 from malleable.policies.base import Steps, infeasible, largest_offer
 

@@ -39,8 +39,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from mypy_extensions import mypyc_attr
-
+from malleable.compiling import mypyc_attr
 from malleable.model import (
     ClusterView,
     Defer,

@@ -21,8 +21,7 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from typing import ClassVar, Protocol
 
-from mypy_extensions import mypyc_attr
-
+from malleable.compiling import mypyc_attr
 from malleable.model import Grow, RunningJob, Shrink
 from malleable.policies.base import answered
 

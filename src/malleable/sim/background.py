@@ -12,8 +12,7 @@ import random
 from collections import deque
 from dataclasses import dataclass, field
 
-from mypy_extensions import mypyc_attr
-
+from malleable.compiling import mypyc_attr
 from malleable.model import JobKind, JobSpec
 from malleable.sim.cluster import SimCluster
 from malleable.sim.engine import ARRIVAL

@@ -40,9 +40,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from mypy_extensions import mypyc_attr
-
 from malleable.apps import BUILTIN, AppCatalog, AppModel, UShaped
+from malleable.compiling import mypyc_attr
 from malleable.errors import InputError
 from malleable.model import ClusterView, JobSpec, JobState, RunningJob
 from malleable.sim.cluster import SimCluster, _Job
