@@ -16,6 +16,7 @@ from malleable.errors import InputError
 from malleable.model import JobKind
 from malleable.workloads import swf, swf_plain
 from malleable.workloads.swf import parse_swf, read_jobs, read_plain, read_swf
+from tests.unit.test_swf_plain import line_path, read, write  # the same helpers
 
 BASE = ["1", "0", "-1", "300", "4", "-1", "-1", "4", "600", "-1", "1", "7", "3", "-1", "-1",
         "-1", "-1", "-1"]
@@ -30,29 +31,6 @@ def line(kind: str = "2", low: str = "2", high: str = "16", preferred: str = "-1
     for key, value in changes.items():
         fields[int(key[1:]) - 1] = value
     return " ".join([*fields, kind, low, high, preferred, app])
-
-
-def line_path(text: str, source: str) -> str:
-    """What the line-by-line reader makes of ``text``: its workload's repr or its error."""
-    try:
-        workload = parse_swf(text.splitlines(), source, CATALOG)
-        swf._check_not_empty(workload, source)
-    except InputError as exc:
-        return f"error: {exc}"
-    return repr(workload)
-
-
-def read(path: Path) -> str:
-    try:
-        return repr(read_swf(path, CATALOG))
-    except InputError as exc:
-        return f"error: {exc}"
-
-
-def write(tmp_path: Path, text: str, name: str = "t.swf") -> Path:
-    path = tmp_path / name
-    path.write_bytes(text.encode())
-    return path
 
 
 HEADERS = ["; MalleableApp: 1 ft", "; MalleableApp: 2 gadget2", "; MalleableApp: 3 fixed",
