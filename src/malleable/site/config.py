@@ -94,10 +94,11 @@ def parse_service_config(data: dict[str, Any], source: str = "<config>",
     return ServiceConfig(
         clusters=clusters,
         state=_path(raw, "state", base, source),
-        poll=_poll(raw.get("poll", 5.0), source),
+        poll=_seconds(raw.get("poll", 5.0), source, "poll", 0.05, 3600),
         metrics=_address(raw.get("metrics", ""), source),
         channel=_address(raw.get("channel", ""), source, "channel"),
-        copies_grace=_grace(raw.get("copies_grace", COPIES_GRACE), source),
+        copies_grace=_seconds(raw.get("copies_grace", COPIES_GRACE), source, "copies_grace",
+                              0, 3600),
         status=_path(raw, "status", base, source) if "status" in raw else None,
         account=_text(raw, "account", source) if "account" in raw else None,
         max_tries=tries or None,
@@ -133,18 +134,11 @@ def _integer(raw: dict[str, Any], key: str, default: int, source: str) -> int:
     return value
 
 
-def _poll(value: Any, source: str) -> float:
+def _seconds(value: Any, source: str, key: str, low: float, high: float) -> float:
+    """``service.KEY``, a number of seconds in ``[low, high]``."""
     if (isinstance(value, bool) or not isinstance(value, int | float)
-            or not math.isfinite(value) or not 0.05 <= value <= 3600):
-        raise InputError(f"service.poll: must be a number of seconds in [0.05, 3600], not "
-                         f"{value!r}", source=source)
-    return float(value)
-
-
-def _grace(value: Any, source: str) -> float:
-    if (isinstance(value, bool) or not isinstance(value, int | float)
-            or not math.isfinite(value) or not 0 <= value <= 3600):
-        raise InputError(f"service.copies_grace: must be a number of seconds in [0, 3600], "
+            or not math.isfinite(value) or not low <= value <= high):
+        raise InputError(f"service.{key}: must be a number of seconds in [{low:g}, {high:g}], "
                          f"not {value!r}", source=source)
     return float(value)
 
