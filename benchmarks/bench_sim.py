@@ -13,15 +13,19 @@ in turn (ours, peer, ours, peer...) on the same trace:
 
 * ``FIFO first fit``: ``malleable simulate --policy fcfs --platform 128 --workload
   TRACE --json`` beside AccaSim 1.1.3 (FIFO + first fit, per-job output off), the
-  ratio (target >= 30x at 100k), and the start times of every job compared with
-  AccaSim's dispatching plan (an extra AccaSim run with it on, up to
-  ``--accasim-starts-max`` jobs) and with the SimPy FIFO's;
+  ratio (target >= 30x at 100k);
+* ``FIFO first fit, per-job output``: the same with per-job output on both sides (ours
+  ``--out``: jobs.csv; AccaSim ``--sched-output``: its dispatching plan, up to
+  ``--accasim-starts-max`` jobs). The start times of every job in the two are compared
+  (on the row above) and with the SimPy FIFO's. Each side's setting is matched: AccaSim's
+  per-job output about doubles its time (../shared/bench/README.md);
 * ``FIFO vs SimPy``: the same run of ours beside ``simpy_fifo.py`` (a strict FIFO in
   SimPy, no manager, no policy object: the floor of a Python simulator);
 * ``EASY``: ``--policy easy`` beside AccaSim's EASY backfilling (target >= 10x at
-  100k; AccaSim's EASY is not textbook EASY, so compare throughput, not schedules), and
-  the start times of every job compared with the independent reference of
-  ``tests/sim/test_easy_reference.py`` (up to ``--reference-max`` jobs);
+  100k; AccaSim's EASY is not textbook EASY, so compare throughput, not schedules), and,
+  from the per-job output row, the start times of every job compared with the
+  independent reference of ``tests/sim/test_easy_reference.py`` (up to
+  ``--reference-max`` jobs);
 * ``wm-prime``: the KOALA mix (all malleable, FT and GADGET-2) written as an SWF file,
   run by ``simulate`` on the five DAS-3 clusters under PWA/EGS and PRA/FPSMA
   (target < 5 s at 100k);
@@ -344,34 +348,66 @@ class Setup:
     use_simpy: bool
 
 
-def fifo_rows(n_jobs: int, trace: Path, setup: Setup) -> list[Row]:
-    out = setup.workdir / f"ours-fcfs-{n_jobs}"
+def rigid_pairs(policy: str, peer_policy: str, n_jobs: int, trace: Path, setup: Setup,
+                label: str) -> tuple[list[Row], Path, bool]:
+    """The two timed pairs of a rigid policy, each with the same output setting on both
+    sides (../shared/bench/README.md: AccaSim's per-job output roughly doubles its time):
+
+    * ``label``: the summary only (ours ``--json``; AccaSim per-job output off, its
+      statistics on), the figure the targets are about;
+    * ``label, per-job output``: ours also writes ``jobs.csv`` (``--out``), AccaSim its
+      dispatching plan (``--sched-output``); these outputs are the ones the start-time
+      checks read.
+
+    With ``--compiled``, a compiled twin follows each row (its output compared with the
+    source run's). Returns the rows, ours ``jobs.csv`` and whether AccaSim ran."""
     python = setup.venv if setup.use_accasim else None
-    acc = accasim(python, setup.bench, trace, "fifo", setup.workdir / f"acc-fifo-{n_jobs}") \
-        if python else None
-    twin = setup.workdir / f"ours-fcfs-{n_jobs}-compiled"
-    mine, theirs, comp = best_of(setup.repeat, ours("fcfs", trace, "128", out), acc,
-                                 ours("fcfs", trace, "128", twin, src=COMPILED)
-                                 if COMPILED else None)
+    plain = setup.workdir / f"acc-{peer_policy}-{n_jobs}"
+    planned = setup.workdir / f"acc-{peer_policy}-sched-{n_jobs}"
+    out = setup.workdir / f"ours-{policy}-{n_jobs}"
+    twin = setup.workdir / f"ours-{policy}-{n_jobs}-compiled"
+    peer_name = f"AccaSim 1.1.3 {peer_policy.upper()}"
+    mine, theirs, comp = best_of(
+        setup.repeat, ours(policy, trace, "128"),
+        accasim(python, setup.bench, trace, peer_policy, plain) if python else None,
+        ours(policy, trace, "128", src=COMPILED) if COMPILED else None)
     assert mine is not None
-    print(f"  ours (malleable simulate --policy fcfs, whole process): {n_jobs:,} jobs, "
+    print(f"  ours (malleable simulate --policy {policy}, whole process): {n_jobs:,} jobs, "
           f"cpu {mine.cpu:.3f} s" + ("" if python else "; AccaSim skipped "
                                       f"({setup.venv_problem or '--no-accasim'})"))
-    row = Row("FIFO first fit", n_jobs, mine, "AccaSim 1.1.3 FIFO", theirs)
-    starts = csv_starts(out / "jobs.csv")
-    if python and n_jobs <= setup.accasim_starts_max:
-        results = setup.workdir / f"acc-fifo-sched-{n_jobs}"
-        accasim(python, setup.bench, trace, "fifo", results, sched=True)()
-        row.check = same_starts(starts, accasim_starts(results, trace), "AccaSim", n_jobs)
-    elif python:
-        row.check = f"(AccaSim's plan not compared above {setup.accasim_starts_max:,} jobs)"
-    else:
-        row.check = f"AccaSim not run: {setup.venv_problem or '--no-accasim'}"
-    rows = [row]
+    rows = [Row(label, n_jobs, mine, peer_name, theirs)]
     if COMPILED:
-        rows.append(compiled_twin("FIFO first fit", n_jobs, comp, mine,
+        rows.append(compiled_twin(label, n_jobs, comp, mine,
+                                  comp is not None and comp.stdout == mine.stdout,
+                                  peer_name, theirs))
+    wide = python is not None and n_jobs <= setup.accasim_starts_max
+    mine_out, theirs_out, comp_out = best_of(
+        setup.repeat, ours(policy, trace, "128", out),
+        accasim(python, setup.bench, trace, peer_policy, planned, sched=True)
+        if python is not None and wide else None,
+        ours(policy, trace, "128", twin, src=COMPILED) if COMPILED else None)
+    label_out = f"{label}, per-job output"
+    rows.append(Row(label_out, n_jobs, mine_out, peer_name if theirs_out else "", theirs_out,
+                    "ours writes jobs.csv" + (", AccaSim its dispatching plan; the start "
+                                              "check above reads them" if theirs_out else "")))
+    if COMPILED:
+        rows.append(compiled_twin(label_out, n_jobs, comp_out, mine_out,
                                   same_files(out / "jobs.csv", twin / "jobs.csv"),
-                                  row.peer_name, theirs))
+                                  peer_name if theirs_out else "", theirs_out))
+    return rows, out / "jobs.csv", theirs_out is not None
+
+
+def fifo_rows(n_jobs: int, trace: Path, setup: Setup) -> list[Row]:
+    rows, jobs_csv, planned = rigid_pairs("fcfs", "fifo", n_jobs, trace, setup,
+                                          "FIFO first fit")
+    starts = csv_starts(jobs_csv)
+    if planned:
+        results = setup.workdir / f"acc-fifo-sched-{n_jobs}"
+        rows[0].check = same_starts(starts, accasim_starts(results, trace), "AccaSim", n_jobs)
+    elif setup.venv is not None and setup.use_accasim:
+        rows[0].check = f"(AccaSim's plan not compared above {setup.accasim_starts_max:,} jobs)"
+    else:
+        rows[0].check = f"AccaSim not run: {setup.venv_problem or '--no-accasim'}"
     if setup.use_simpy and setup.venv is not None:
         starts_file = setup.workdir / f"simpy-{n_jobs}.csv"
         simpy = [str(setup.venv), str(ROOT / "benchmarks" / "simpy_fifo.py"), str(trace),
@@ -383,28 +419,15 @@ def fifo_rows(n_jobs: int, trace: Path, setup: Setup) -> list[Row]:
 
 
 def easy_rows(n_jobs: int, trace: Path, setup: Setup) -> list[Row]:
-    out = setup.workdir / f"ours-easy-{n_jobs}"
-    python = setup.venv if setup.use_accasim else None
-    acc = accasim(python, setup.bench, trace, "easy", setup.workdir / f"acc-easy-{n_jobs}") \
-        if python else None
-    twin = setup.workdir / f"ours-easy-{n_jobs}-compiled"
-    mine, theirs, comp = best_of(setup.repeat, ours("easy", trace, "128", out), acc,
-                                 ours("easy", trace, "128", twin, src=COMPILED)
-                                 if COMPILED else None)
-    row = Row("EASY backfilling", n_jobs, mine, "AccaSim 1.1.3 EASY", theirs)
+    rows, jobs_csv, _ = rigid_pairs("easy", "easy", n_jobs, trace, setup, "EASY backfilling")
     if n_jobs <= setup.reference_max:
-        reference = reference_easy_starts(trace)
-        row.check = same_starts(csv_starts(out / "jobs.csv"), reference,
-                                "textbook reference", n_jobs)
+        rows[0].check = same_starts(csv_starts(jobs_csv), reference_easy_starts(trace),
+                                    "textbook reference", n_jobs)
     else:
-        row.check = f"(reference not run above {setup.reference_max:,} jobs)"
-    if theirs is not None:
-        row.notes.append("AccaSim's EASY is not textbook EASY: throughput only")
-    if COMPILED:
-        return [row, compiled_twin("EASY backfilling", n_jobs, comp, mine,
-                                   same_files(out / "jobs.csv", twin / "jobs.csv"),
-                                   row.peer_name, theirs)]
-    return [row]
+        rows[0].check = f"(reference not run above {setup.reference_max:,} jobs)"
+    if rows[0].peer is not None:
+        rows[0].notes.append("AccaSim's EASY is not textbook EASY: throughput only")
+    return rows
 
 
 # --------------------------------------------------------------------------- report
@@ -442,7 +465,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--accasim-venv", type=Path, default=ROOT / ".venv-accasim",
                         help="AccaSim's (and SimPy's) virtual environment (made when missing)")
     parser.add_argument("--accasim-starts-max", type=int, default=100_000,
-                        help="compare with AccaSim's dispatching plan up to this size")
+                        help="run AccaSim with its dispatching plan (per-job output) and "
+                             "compare FIFO's start times with it up to this size")
     parser.add_argument("--reference-max", type=int, default=100_000,
                         help="compare EASY with the reference up to this size")
     parser.add_argument("--shared-bench", type=Path,

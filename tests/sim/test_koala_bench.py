@@ -105,6 +105,9 @@ def test_benchmark_rigid_part_without_accasim(tmp_path: Path,
     out = capsys.readouterr().out
     assert "ours (malleable simulate --policy fcfs, whole process)" in out
     assert "AccaSim skipped" in out
+    for label in ("FIFO first fit", "EASY backfilling"):  # both output settings, timed
+        assert f"| {label:<34} |" in out and f"| {label + ', per-job output':<34} |" in out
+    assert "starts vs textbook reference: 500/500 identical (SAME)" in out
 
 
 def test_accasim_that_cannot_install_is_skipped_with_a_message(
