@@ -95,7 +95,7 @@ class SimCluster:
             # 1 us for 40 running jobs against 0.3 us.
             self._cached = ClusterView(self.name, self.nodes, self.idle, self.reserve,
                                        MappingProxyType(self._views.copy()), 0, self.speed,
-                                       changes=(self._log, len(self._log)))
+                                       True, (self._log, len(self._log)))
         return self._cached
 
     def start(self, spec: JobSpec, size: int, managed: bool = True) -> int:
