@@ -295,6 +295,11 @@ class ClusterView:
     ``online`` is False while the manager cannot reach the site (:mod:`malleable.health`):
     the view then keeps its last known size, so a job that fits only there is not
     refused, but shows no idle node and none of its jobs, so nothing is done there.
+    ``changes`` is ``(log, length)`` when the source keeps a log of the ids whose entry
+    in ``running`` changed (a start, an end, a resize), appended in order and shared by
+    its successive views (the simulated cluster keeps one): a reader that last saw the
+    same log at length ``p`` finds every id changed since then in ``log[p:length]``
+    (a new log object means: compare everything). None: no log (compare everything).
     """
 
     name: str
@@ -305,6 +310,8 @@ class ClusterView:
     pending: int = 0
     speed: float = 1.0
     online: bool = True
+    changes: tuple[Sequence[str], int] | None = field(default=None, compare=False,
+                                                      repr=False)
     _malleable: tuple[RunningJob, ...] | None = field(default=None, init=False, repr=False,
                                                       compare=False)
     """:meth:`malleable_jobs`, kept once computed (the view never changes)."""

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
-from malleable.model import JobKind, JobSpec, View
+from malleable.model import ClusterView, JobKind, JobSpec, View
 from malleable.policies.easy import ExpectedEnds, Plan
+from malleable.sim.cluster import SimCluster
+from malleable.sim.engine import Engine
 from tests.fakes.builders import cluster, running
 
 
@@ -62,3 +65,63 @@ def test_starts_noted_before_the_ends_are_read_are_in_them() -> None:
     assert lazy.ends == eager.ends and lazy.releasing == eager.releasing == {"c": 1, "d": 0}
     assert lazy.ends["c"] == [(3.0, 2), (5.0, 3), (10.0, 2), (22.0, 1)]
     assert lazy.free == eager.free == {"c": 16 - 6 - 3, "d": 8 - 2 - 1}
+
+
+def simulated_views(seed: int, steps: int) -> list[ClusterView]:
+    """The views of a simulated cluster through random starts, ends, shrinks (nodes
+    released later) and grows, one per step (a view often continues the last's log)."""
+    rng = random.Random(seed)
+    engine = Engine()
+    sim = SimCluster("c", 64, engine, release_delay=2.0)
+    views, made = [], 0
+    for _ in range(steps):
+        move = rng.random()
+        running = sorted(sim.observe().running)
+        if move < 0.5 and sim.idle:
+            made += 1
+            walltime = rng.choice((None, 3.0, 10.0, 40.0))
+            job = JobSpec(f"j{made}", JobKind.MALLEABLE, 1, 16, 1, runtime=rng.choice(
+                (1.0, 4.0, 30.0)), walltime=walltime)
+            sim.start(job, rng.randint(1, min(6, sim.idle)))
+        elif move < 0.6 and running:
+            sim.request_shrink(rng.choice(running), rng.randint(1, 3), mandatory=False)
+        elif move < 0.7 and running and sim.idle:
+            sim.offer_grow(rng.choice(running), rng.randint(1, sim.idle))
+        else:
+            engine.run(until=engine.now + rng.choice((0.5, 1.0, 3.0)))
+        views.append(sim.observe())
+    return views
+
+
+def test_the_index_follows_a_simulated_clusters_change_log() -> None:
+    """Read at every view or now and then (the log then spans several views), the index
+    that follows the log gives what a full comparison gives; past the log's limit the
+    cluster starts a new log, and the index compares everything once."""
+    for seed in range(4):
+        views = simulated_views(seed, 6000)
+        logs = {id(v.changes[0]) for v in views if v.changes is not None}
+        assert len(logs) >= 2, "the run must pass the log's limit"
+        for every in (1, 3):
+            index = ExpectedEnds()
+            for step, view in enumerate(views[::every]):
+                assert index.of(view) == ExpectedEnds().of(view), (seed, every, step)
+
+
+def test_the_index_reads_only_the_logged_ids_of_a_continued_log() -> None:
+    """White box: a log that leaves out a change is believed (so the short path is the
+    one taken); an older view of the same log, or a new log, is compared in full."""
+    log = ["j1"]
+    a, b = running(spec(1, 10.0), 2, 0.0), running(spec(2, 5.0), 3, 0.0)
+    first = cluster("c", 16, [a])
+    first = dataclasses.replace(first, changes=(log, 1))
+    index = ExpectedEnds()
+    assert index.of(first) == ([(10.0, 2)], 0)
+    unlogged = dataclasses.replace(first, running={"j1": a, "j2": b}, changes=(log, 1))
+    assert index.of(unlogged) == ([(10.0, 2)], 0)  # b is not in the log: not seen
+    log.append("j2")
+    logged = dataclasses.replace(unlogged, running=dict(unlogged.running), changes=(log, 2))
+    assert index.of(logged) == ([(5.0, 3), (10.0, 2)], 0)
+    older = dataclasses.replace(first, running={"j1": a}, changes=(log, 1))
+    assert index.of(older) == ([(10.0, 2)], 0)
+    fresh_log = dataclasses.replace(logged, running=dict(logged.running), changes=(["x"], 1))
+    assert index.of(fresh_log) == ([(5.0, 3), (10.0, 2)], 0)

@@ -187,14 +187,17 @@ class ExpectedEnds:
     and end, so that a cycle does not rebuild and sort them (EASY's hot spot).
 
     It learns the changes by comparing each view's running jobs with the last ones by
-    identity (a view's :class:`RunningJob` is immutable: a resized job is a new one).
+    identity (a view's :class:`RunningJob` is immutable: a resized job is a new one),
+    only those of the ids the view's change log lists when it continues the log of the
+    last view seen (:attr:`ClusterView.changes`), else all of them.
     Only a cache: a plan is the same with a fresh index or with a long-lived one.
     """
 
-    __slots__ = ("_ends", "_jobs", "_releasing", "_seen")
+    __slots__ = ("_ends", "_jobs", "_logged", "_releasing", "_seen")
 
     def __init__(self) -> None:
         self._seen: dict[str, Mapping[str, RunningJob]] = {}
+        self._logged: dict[str, tuple[Sequence[str], int] | None] = {}
         self._jobs: dict[str, dict[str, RunningJob]] = {}
         self._ends: dict[str, list[tuple[float, int]]] = {}
         self._releasing: dict[str, int] = {}
@@ -203,9 +206,32 @@ class ExpectedEnds:
         """The sorted ends and the nodes being released of ``cluster`` (not to be changed)."""
         name, running = cluster.name, cluster.running
         if self._seen.get(name) is not running:
-            self._sync(name, running)
+            changes, last = cluster.changes, self._logged.get(name)
+            if (changes is not None and last is not None and last[0] is changes[0]
+                    and last[1] <= changes[1]):  # (an older view: compare everything)
+                self._follow(name, running, changes[0][last[1]:changes[1]])
+            else:
+                self._sync(name, running)
             self._seen[name] = running
+            self._logged[name] = changes
         return self._ends[name], self._releasing[name]
+
+    def _follow(self, name: str, running: Mapping[str, RunningJob],
+                changed: Sequence[str]) -> None:
+        """Take in the jobs of ``changed`` (ids, maybe repeated): the others are as seen."""
+        jobs, ends = self._jobs[name], self._ends[name]
+        releasing = self._releasing[name]
+        for job_id in changed:
+            old, job = jobs.get(job_id), running.get(job_id)
+            if old is job:
+                continue
+            if old is not None:
+                releasing -= _drop(ends, old)
+                del jobs[job_id]
+            if job is not None:
+                releasing += _add(ends, job)
+                jobs[job_id] = job
+        self._releasing[name] = releasing
 
     def _sync(self, name: str, running: Mapping[str, RunningJob]) -> None:
         jobs = self._jobs.setdefault(name, {})
@@ -221,11 +247,16 @@ class ExpectedEnds:
             if old is not None:
                 releasing -= _drop(ends, old)
             jobs[job_id] = job
-            held = job.size - job.releasing
-            if held > 0:
-                insort(ends, (_raw_end(job.start_time, job.spec), held))
-            releasing += job.releasing
+            releasing += _add(ends, job)
         self._releasing[name] = releasing
+
+
+def _add(ends: list[tuple[float, int]], job: RunningJob) -> int:
+    """Put ``job``'s entry into ``ends``; the nodes it is releasing."""
+    held = job.size - job.releasing
+    if held > 0:
+        insort(ends, (_raw_end(job.start_time, job.spec), held))
+    return int(job.releasing)
 
 
 def _drop(ends: list[tuple[float, int]], job: RunningJob) -> int:
