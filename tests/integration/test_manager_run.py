@@ -1,6 +1,11 @@
 """``malleable manager run`` on the real testbed: a 20-job KOALA workload, time-scaled,
 on 2 sites, with EGS/PRA and FPSMA/PWA (the latter stopped midway and resumed).
 
+EGS/PRA runs W'm (a job every 30 s), not Wm (every 120 s): the same 20 jobs (the seed
+draws the same mix) on saturated nodes, so jobs also wait; about 110 real seconds instead of
+150, with 7 grows (8 in the simulator; docs/notes/ci10-budget.md). FPSMA/PWA keeps Wm: on
+W'm it grew 3 times and shrank once, too few for its checks to be more than luck.
+
 Checks: every job completes; grows (and with PWA shrinks) really happen on Slurm; the
 records have the simulator's format; each job did exactly its work given the sizes it
 ran at (so a grown job really ended sooner), within the resolution of the timestamps.
@@ -55,9 +60,9 @@ def idle_testbed(small_testbed: Testbed) -> Iterator[Testbed]:
     wait_for(lambda: _busy(small_testbed) == 0, 60, "an empty queue after the run")
 
 
-def _args(config: Path, out: Path, approach: str, policy: str) -> list[str]:
+def _args(config: Path, out: Path, approach: str, policy: str, workload: str) -> list[str]:
     return ["manager", "run", "--config", str(config), "--approach", approach, "--policy",
-            policy, "--workload", "wm", "--jobs", "20", "--time-scale", str(SCALE),
+            policy, "--workload", workload, "--jobs", "20", "--time-scale", str(SCALE),
             "--poll", "0.5", "--out", str(out), "--compare-sim", "--json"]
 
 
@@ -76,7 +81,7 @@ def _check_records(out: Path) -> None:
     assert all(float(r["wait_s"]) >= 0 and float(r["execution_s"]) > 0 for r in rows)
 
 
-def _check_work(out: Path) -> None:
+def _check_work(out: Path) -> int:
     """Each job did one unit of work at the sizes it had, within the timing resolution, and
     a job that spent long enough grown ended sooner than it would have at its initial size."""
     store = Store.open(out / "state.sqlite")
@@ -98,19 +103,20 @@ def _check_work(out: Path) -> None:
             assert record.execution < at_initial, (record.spec.id, record.sizes, saving)
             grown_sooner += 1
     assert grown_sooner > 0
+    return grown_sooner
 
 
-def _report(out: Path, label: str) -> None:
+def _report(out: Path, label: str, grown_sooner: int) -> None:
     real, sim = _summary(out), _summary(out)["simulated"]
     assert isinstance(sim, dict)
-    print(f"\n{label}: real vs simulated")
+    print(f"\n{label}: {grown_sooner} job(s) grown long enough to end sooner; real vs simulated")
     for key in sorted(SUMMARY_KEYS):
         print(f"  {key:18} {real[key]!s:>22} {sim[key]!s:>22}")
 
 
 def test_egs_pra_workload(idle_testbed: Testbed, config_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "egs-pra"
-    assert main(_args(config_file, out, "pra", "egs")) == 0
+    assert main(_args(config_file, out, "pra", "egs", "wm-prime")) == 0
     summary = _summary(out)
     assert set(summary) >= SUMMARY_KEYS
     assert summary["completed"] == 20 and summary["stopped"] == "done"
@@ -119,16 +125,16 @@ def test_egs_pra_workload(idle_testbed: Testbed, config_file: Path, tmp_path: Pa
     resizes = summary["resizes"]
     assert isinstance(resizes, dict) and resizes.get("done", 0) >= summary["grow_ops"]
     _check_records(out)
-    _check_work(out)
-    _report(out, "EGS/PRA")
+    _report(out, "EGS/PRA", _check_work(out))
 
 
 def test_fpsma_pwa_workload_stopped_and_resumed(idle_testbed: Testbed, config_file: Path,
                                                 tmp_path: Path) -> None:
     out = tmp_path / "fpsma-pwa"
-    args = _args(config_file, out, "pwa", "fpsma")
+    args = _args(config_file, out, "pwa", "fpsma", "wm")
     assert main([*args, "--deadline", "25"]) == 3  # stopped, state kept
     first = _summary(out)
+    print(f"\nFPSMA/PWA stopped at 25 s with {first['jobs']} of 20 jobs submitted")
     assert first["stopped"] == "deadline"
     assert isinstance(first["jobs"], int) and 0 < first["jobs"] < 20
     assert main(args) == 0  # takes the run up again: same run id, all jobs done
@@ -137,8 +143,7 @@ def test_fpsma_pwa_workload_stopped_and_resumed(idle_testbed: Testbed, config_fi
     assert isinstance(summary["grow_ops"], int) and summary["grow_ops"] > 0
     assert isinstance(summary["shrink_ops"], int) and summary["shrink_ops"] > 0
     _check_records(out)
-    _check_work(out)
-    _report(out, "FPSMA/PWA")
+    _report(out, "FPSMA/PWA", _check_work(out))
 
 
 def test_the_workload_file_runs_in_the_simulator(tmp_path: Path,
