@@ -28,6 +28,7 @@ COMPILED = [
     "src/malleable/sim/run.py",
     "src/malleable/sim/model_options.py",
     "src/malleable/sim/background.py",
+    "src/malleable/policies/base.py",
     "src/malleable/policies/fcfs.py",
     "src/malleable/policies/easy.py",
     "src/malleable/policies/koala.py",
@@ -35,6 +36,7 @@ COMPILED = [
     "src/malleable/metrics/records.py",
     "src/malleable/metrics/summary.py",
     "src/malleable/model.py",
+    "src/malleable/workloads/swf_plain.py",
 ]
 
 

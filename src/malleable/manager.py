@@ -32,7 +32,7 @@ simulated clusters report none, so simulations run the policy alone, at full spe
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -54,7 +54,7 @@ from malleable.model import (
     View,
     WaitingJob,
 )
-from malleable.policies.base import Policy, negotiate
+from malleable.policies.base import Policy, Steps, negotiate
 from malleable.policies.requests import honour_requests
 from malleable.resources import PENDING, Abandoning, Capability, JobEvent, ResourceManager
 
@@ -220,13 +220,10 @@ class Manager:
         placed: list[str] = []
         deferred: list[str] = []
         applied = 0
-        send = negotiate(self.policy.decide(view, now)).send
-        answer: int | None = None
-        while True:  # next_action inlined: two actions a job pass here
-            try:
-                action = send(answer)
-            except StopIteration:
-                break
+        steps = _then_none(negotiate(self.policy.decide(view, now)))
+        send = steps.send
+        action = send(None)
+        while action is not None:  # next_action inlined: two actions a job pass here
             try:
                 if self.health and not self._reachable(action):
                     answer = _nothing(action)
@@ -235,6 +232,8 @@ class Manager:
             except ExternalError as exc:  # that site only: the policy hears "nothing"
                 answer = self._action_failed(action, exc)
             applied += 1
+            action = send(answer)
+        next(steps, None)  # ends it: left suspended, it would be closed by an exception
         if placed or deferred:
             self._settle_queue(placed, deferred, now)
         return applied
@@ -548,3 +547,14 @@ def _stateful(policy: object) -> Stateful | None:
 def _nothing(action: Action) -> int | None:
     """The answer of an action that was not carried out."""
     return 0 if isinstance(action, (Place, Grow, Shrink)) else None
+
+
+def _then_none(steps: Steps) -> Generator[Action | None, int | None, None]:
+    """The decision's actions (answers passed on), then None instead of its end.
+
+    The cycle stops on None, then ends this with ``next(steps, None)``, rather than catching
+    ``StopIteration`` from ``send``: compiled (setup.py), that catch recorded a traceback
+    entry every cycle, while ``yield from`` and ``next`` with a default end without one;
+    pure, the exception cost more than this generator does (docs/notes/issue-17-compiled10.md)."""
+    yield from steps
+    yield None

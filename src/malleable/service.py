@@ -36,6 +36,7 @@ from malleable.metrics.records import JobRecord
 from malleable.metrics.summary import (
     RecordWriter,
     RunningSummary,
+    Tee,
     jsonable,
     mechanism,
     output_dir,
@@ -171,13 +172,8 @@ def stream_simulation(jobs: list[JobSpec] | JobBatches, clusters: Sequence[Clust
                           consume=isinstance(jobs, list))
     else:
         with (output_dir(out) / "jobs.csv").open("w", newline="", encoding="utf-8") as handle:
-            writer = RecordWriter(handle)
-
-            def both(record: JobRecord, grows: int, shrinks: int) -> None:
-                writer.add(record, grows, shrinks)
-                totals.add(record, grows, shrinks)
-
-            result = simulate(jobs, clusters, built, config, sink=both,
+            result = simulate(jobs, clusters, built, config,
+                              sink=Tee(RecordWriter(handle), totals),
                               consume=isinstance(jobs, list))
     summary = totals.summary(result.makespan, result.utilization)
     summary.update(totals.mechanism(_policy_counts(built)))

@@ -144,6 +144,50 @@ def test_grow_and_shrink_answers_go_back_into_the_policy() -> None:
                                 Operation(2.0, "shrink", "a", "c", 1)]
 
 
+class _Ending:
+    """A policy whose decision notes each answer, what follows its last yield and its end."""
+
+    name = "ending"
+
+    def __init__(self, actions: list[Action]) -> None:
+        self.actions, self.log = actions, []  # type: list[Action], list[object]
+
+    def decide(self, view: View, now: float) -> Any:
+        try:
+            for action in self.actions:
+                self.log.append((yield action))
+            self.log.append("after the last yield")
+        finally:
+            self.log.append("closed")
+
+
+@pytest.mark.parametrize("actions", [[], [Grow("a", 3)], [Grow("a", 3), Shrink("a", 1)]])
+def test_a_decision_runs_to_its_end_within_the_cycle(actions: list[Action]) -> None:
+    rm = ScriptedCluster(grow_answers={"a": 1}, shrink_answers={"a": 1})
+    m, _ = manager(once(Place("a", "c", 2)), "a", cluster=rm)
+    m.cycle(1.0)
+    policy = m.policy = _Ending(actions)
+    assert m.cycle(2.0) == len(actions)
+    assert policy.log == [1] * len(actions) + ["after the last yield", "closed"]
+
+
+class _Listing:
+    """A policy whose decision is a plain list (a policy may return any iterable)."""
+
+    name = "listing"
+
+    def decide(self, view: View, now: float) -> list[Action]:
+        return [Place(w.id, "c", 2) for w in view.waiting]
+
+
+def test_a_plain_iterable_decision_is_applied_whole() -> None:
+    m, rm = manager(every_cycle(), "a", "b")
+    m.policy = _Listing()
+    assert m.cycle(1.0) == 2
+    assert [c[:2] for c in rm.calls if c[0] == "start"] == [("start", "a"), ("start", "b")]
+    assert m.cycle(2.0) == 0
+
+
 def test_a_grow_or_shrink_answered_0_is_no_operation() -> None:
     rm = ScriptedCluster(grow_answers={"a": 0}, shrink_answers={"a": 0})
     m, _ = manager(once(Place("a", "c", 2)), "a", cluster=rm)

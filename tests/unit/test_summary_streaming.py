@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import random
 from collections.abc import Iterator
 
 from malleable.metrics.records import JobRecord
-from malleable.metrics.summary import RunningSummary, _mean, _median, mechanism, summarize
+from malleable.metrics.summary import (
+    RecordWriter,
+    RunningSummary,
+    Tee,
+    _mean,
+    _median,
+    mechanism,
+    summarize,
+)
 from malleable.model import JobKind, JobSpec, JobState, Operation
 
 
@@ -83,3 +92,18 @@ def test_running_summary_equals_summarize_to_the_last_bit() -> None:
     got = totals.summary(10.0, 0.5)
     assert json.dumps(got) == json.dumps(expected)  # NaN, -0.0 and every bit compared
     assert json.dumps(totals.mechanism()) == json.dumps(mechanism(records))
+
+
+def test_tee_writes_each_row_and_adds_each_record_to_the_summary() -> None:
+    records = _records()[:50]
+    rows, alone = io.StringIO(), io.StringIO()
+    totals, expected = RunningSummary(), RunningSummary()
+    tee, writer = Tee(RecordWriter(rows), totals), RecordWriter(alone)
+    for n, record in enumerate(records):
+        tee(record, n % 3, n % 2)
+        writer.add(record, n % 3, n % 2)
+        expected.add(record, n % 3, n % 2)
+    assert rows.getvalue() == alone.getvalue()
+    assert rows.getvalue().count("\n") == len(records) + 1  # the header, then a row a job
+    assert json.dumps(totals.summary(10.0, 0.5)) == json.dumps(expected.summary(10.0, 0.5))
+    assert json.dumps(totals.mechanism()) == json.dumps(expected.mechanism())

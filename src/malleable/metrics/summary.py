@@ -221,6 +221,22 @@ class RunningSummary:
         return out
 
 
+class Tee:
+    """A record sink (``simulate``'s ``sink``) that hands each record to a
+    :class:`RecordWriter`, then to a :class:`RunningSummary`. A class of this module rather
+    than a closure: compiled (setup.py), it calls both without an interpreted frame."""
+
+    __slots__ = ("_totals", "_writer")
+
+    def __init__(self, writer: RecordWriter, totals: RunningSummary) -> None:
+        self._writer = writer
+        self._totals = totals
+
+    def __call__(self, record: JobRecord, grows: int, shrinks: int) -> None:
+        self._writer.add(record, grows, shrinks)
+        self._totals.add(record, grows, shrinks)
+
+
 def _median(values: list[float]) -> float:
     """The median of ``values``, a list of the caller's own that this sorts in place (no
     second copy of a million figures)."""

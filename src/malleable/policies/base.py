@@ -21,37 +21,20 @@ nothing); :func:`relay` passes another decision's actions on and notes each answ
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from types import GeneratorType
-from typing import Protocol, TypeVar, cast, runtime_checkable
+from typing import TypeVar, cast
 
 from malleable.model import Action, Reject, View
+from malleable.policies.protocol import Decision as Decision
+from malleable.policies.protocol import Policy as Policy
+from malleable.policies.protocol import Steps as Steps
 
 _R = TypeVar("_R")
 _A = TypeVar("_A", bound=Action)
 
 Negotiating = Generator[Action, int | None, _R]
 """Part of a decision being negotiated that ends with a value: ``Negotiating[bool]``..."""
-
-Steps = Negotiating[None]
-"""A decision being negotiated: ``send`` the answer to each action to get the next."""
-
-#: What ``decide`` returns: a generator that receives answers, or any iterable.
-Decision = Steps | Iterable[Action]
-
-
-@runtime_checkable
-class Policy(Protocol):
-    """Anything with a ``name`` and a pure ``decide``."""
-
-    @property
-    def name(self) -> str:
-        """A short name for logs and records."""
-        ...
-
-    def decide(self, view: View, now: float) -> Decision:
-        """The actions to take now, given the view (see the module docstring)."""
-        ...
 
 
 #: The generator types met so far: Python's, and a compiled policy's (setup.py), one type
