@@ -220,10 +220,10 @@ class Manager:
         placed: list[str] = []
         deferred: list[str] = []
         applied = 0
-        steps = _then_none(negotiate(self.policy.decide(view, now)))
+        steps = _then_end(negotiate(self.policy.decide(view, now)))
         send = steps.send
         action = send(None)
-        while action is not None:  # next_action inlined: two actions a job pass here
+        while action is not _END:  # next_action inlined: two actions a job pass here
             try:
                 if self.health and not self._reachable(action):
                     answer = _nothing(action)
@@ -549,12 +549,17 @@ def _nothing(action: Action) -> int | None:
     return 0 if isinstance(action, (Place, Grow, Shrink)) else None
 
 
-def _then_none(steps: Steps) -> Generator[Action | None, int | None, None]:
-    """The decision's actions (answers passed on), then None instead of its end.
+#: What :func:`_then_end` yields once the decision has ended: an action no policy holds
+#: (compared by identity), so that a policy yielding None still meets ``_apply``'s error.
+_END: Action = Defer("")
 
-    The cycle stops on None, then ends this with ``next(steps, None)``, rather than catching
+
+def _then_end(steps: Steps) -> Generator[Action, int | None, None]:
+    """The decision's actions (answers passed on), then :data:`_END` instead of its end.
+
+    The cycle stops on it, then ends this with ``next(steps, None)``, rather than catching
     ``StopIteration`` from ``send``: compiled (setup.py), that catch recorded a traceback
     entry every cycle, while ``yield from`` and ``next`` with a default end without one;
     pure, the exception cost more than this generator does (docs/notes/issue-17-compiled10.md)."""
     yield from steps
-    yield None
+    yield _END

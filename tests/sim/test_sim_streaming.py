@@ -99,6 +99,7 @@ def test_ended_jobs_are_released_during_the_run(monkeypatch: pytest.MonkeyPatch)
     # freezes what exists when it starts out of the collector's sight, and the manager with
     # it: not here.
     monkeypatch.setattr(gc, "freeze", lambda: None)
+    gc.collect()  # an earlier test's manager left in a reference cycle is not this run's
     managers: list[Manager] = []
     held: list[tuple[int, int]] = []  # (records the manager holds, jobs handed over)
 

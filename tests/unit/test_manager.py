@@ -171,6 +171,17 @@ def test_a_decision_runs_to_its_end_within_the_cycle(actions: list[Action]) -> N
     assert policy.log == [1] * len(actions) + ["after the last yield", "closed"]
 
 
+def test_a_none_action_is_refused_as_before_and_ends_nothing_quietly() -> None:
+    """The cycle's end marker is an object no policy holds: a policy that yields None (a
+    bug) still hears of it from ``_apply``, instead of its decision ending there quietly."""
+    m, _ = manager(once(Place("a", "c", 2)), "a")
+    m.cycle(1.0)
+    m.policy = _Ending([None, Grow("a", 3)])  # type: ignore[list-item]
+    # (the compiled build's own type check refuses it first: TypeError, as loud)
+    with pytest.raises((MalleableError, TypeError), match="unknown action None|got None"):
+        m.cycle(2.0)
+
+
 class _Listing:
     """A policy whose decision is a plain list (a policy may return any iterable)."""
 
