@@ -178,7 +178,7 @@ def test_a_none_action_is_refused_as_before_and_ends_nothing_quietly() -> None:
     m.cycle(1.0)
     m.policy = _Ending([None, Grow("a", 3)])  # type: ignore[list-item]
     # (the compiled build's own type check refuses it first: TypeError, as loud)
-    with pytest.raises((MalleableError, TypeError), match="unknown action None|got None"):
+    with pytest.raises((MalleableError, TypeError), match=r"unknown action None|got None"):
         m.cycle(2.0)
 
 
