@@ -75,16 +75,11 @@ class RecordWriter:
 
     def add(self, record: JobRecord, grows: int = 0, shrinks: int = 0) -> None:
         spec = record.spec
-        submit, start, end = spec.submit_time, record.start, record.end
-        # JobRecord's wait, execution and response (b - a, NaN when one is missing), unrolled
-        nan = math.nan
-        wait = nan if start is None else start - submit
-        execution = nan if start is None or end is None else end - start
-        response = nan if end is None else end - submit
         self._writerow((
             spec.id, spec.kind.value, spec.app, record.cluster, record.state.value,
-            csv_cell(submit), csv_cell(start), csv_cell(end), csv_cell(wait),
-            csv_cell(execution), csv_cell(response), csv_cell(record.avg_size),
+            csv_cell(spec.submit_time), csv_cell(record.start), csv_cell(record.end),
+            csv_cell(record.wait), csv_cell(record.execution), csv_cell(record.response),
+            csv_cell(record.avg_size),
             record.max_size, spec.min_size, spec.max_size, spec.initial_size,
             grows + shrinks, grows, shrinks))
 
