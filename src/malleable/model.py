@@ -8,13 +8,16 @@ yields :class:`Action` objects; nothing in this module does I/O.
 
 from __future__ import annotations
 
+import copyreg
 import dataclasses
 import enum
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType, MemberDescriptorType
+from types import FunctionType, MappingProxyType, MemberDescriptorType
 from typing import Any, TypeVar
+
+from malleable.compiling import mypyc_attr
 
 _EMPTY: Mapping[str, float] = MappingProxyType({})
 
@@ -50,7 +53,7 @@ class _Missing:
         return "<factory>"
 
 
-_FACTORY = _Missing()
+_FACTORY: Any = _Missing()
 
 
 def quick_init(cls: type[_T]) -> type[_T]:
@@ -101,6 +104,7 @@ def quick_init(cls: type[_T]) -> type[_T]:
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__module__ = cls.__module__
     init.__doc__ = klass.__init__.__doc__
+    init.__wrapped__ = klass.__init__  # the one replaced (functools' convention)
     klass.__init__ = init
     return cls
 
@@ -138,7 +142,6 @@ class SizeRule(enum.Enum):
         return limit
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class JobSpec:
     """A job as submitted: what it needs, not what it got.
@@ -161,6 +164,26 @@ class JobSpec:
     walltime: float | None = None
     user: str = ""
     group: str = ""
+
+    def __init__(self, id: str, kind: JobKind, min_size: int, max_size: int,
+                 initial_size: int, submit_time: float = 0.0, app: str = "fixed",
+                 runtime: float | None = None, preferred_size: int | None = None,
+                 size_rule: SizeRule = SizeRule.ANY, walltime: float | None = None,
+                 user: str = "", group: str = "") -> None:
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "min_size", min_size)
+        object.__setattr__(self, "max_size", max_size)
+        object.__setattr__(self, "initial_size", initial_size)
+        object.__setattr__(self, "submit_time", submit_time)
+        object.__setattr__(self, "app", app)
+        object.__setattr__(self, "runtime", runtime)
+        object.__setattr__(self, "preferred_size", preferred_size)
+        object.__setattr__(self, "size_rule", size_rule)
+        object.__setattr__(self, "walltime", walltime)
+        object.__setattr__(self, "user", user)
+        object.__setattr__(self, "group", group)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         problem = self.problem()
@@ -245,7 +268,6 @@ for _state in JobState:
 del _state
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class RunningJob:
     """A job holding nodes on a cluster.
@@ -270,6 +292,20 @@ class RunningJob:
     feedback: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
     resized_at: float | None = None
 
+    def __init__(self, spec: JobSpec, cluster: str, size: int, start_time: float,
+                 managed: bool = True, releasing: int = 0, growing: int = 0,
+                 feedback: Mapping[str, float] = _FACTORY, resized_at: float | None = None
+                 ) -> None:
+        object.__setattr__(self, "spec", spec)
+        object.__setattr__(self, "cluster", cluster)
+        object.__setattr__(self, "size", size)
+        object.__setattr__(self, "start_time", start_time)
+        object.__setattr__(self, "managed", managed)
+        object.__setattr__(self, "releasing", releasing)
+        object.__setattr__(self, "growing", growing)
+        object.__setattr__(self, "feedback", _EMPTY if feedback is _FACTORY else feedback)
+        object.__setattr__(self, "resized_at", resized_at)
+
     @property
     def id(self) -> str:
         return self.spec.id
@@ -283,7 +319,6 @@ class RunningJob:
         return self.managed and self.spec.malleable and self.size > self.spec.min_size
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class ClusterView:
     """What one cluster looks like at the time of the view.
@@ -316,6 +351,21 @@ class ClusterView:
                                                       compare=False)
     """:meth:`malleable_jobs`, kept once computed (the view never changes)."""
 
+    def __init__(self, name: str, nodes: int, idle: int, reserve: int = 0,
+                 running: Mapping[str, RunningJob] = _FACTORY, pending: int = 0,
+                 speed: float = 1.0, online: bool = True,
+                 changes: tuple[Sequence[str], int] | None = None) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "nodes", nodes)
+        object.__setattr__(self, "idle", idle)
+        object.__setattr__(self, "reserve", reserve)
+        object.__setattr__(self, "running", {} if running is _FACTORY else running)
+        object.__setattr__(self, "pending", pending)
+        object.__setattr__(self, "speed", speed)
+        object.__setattr__(self, "online", online)
+        object.__setattr__(self, "changes", changes)
+        object.__setattr__(self, "_malleable", None)
+
     @property
     def available(self) -> int:
         """Idle nodes the manager may use (idle minus the reserve)."""
@@ -341,7 +391,6 @@ class ClusterView:
         return list(self._malleable)
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class WaitingJob:
     """A job in the manager's placement queue, with its failed placement tries."""
@@ -349,12 +398,15 @@ class WaitingJob:
     spec: JobSpec
     tries: int = 0
 
+    def __init__(self, spec: JobSpec, tries: int = 0) -> None:
+        object.__setattr__(self, "spec", spec)
+        object.__setattr__(self, "tries", tries)
+
     @property
     def id(self) -> str:
         return self.spec.id
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class View:
     """Everything a policy may look at: the clusters and the placement queue.
@@ -367,6 +419,12 @@ class View:
     clusters: Mapping[str, ClusterView]
     waiting: Sequence[WaitingJob] = ()
 
+    def __init__(self, time: float, clusters: Mapping[str, ClusterView],
+                 waiting: Sequence[WaitingJob] = ()) -> None:
+        object.__setattr__(self, "time", time)
+        object.__setattr__(self, "clusters", clusters)
+        object.__setattr__(self, "waiting", waiting)
+
     def job(self, job_id: str) -> RunningJob | None:
         for cluster in self.clusters.values():
             found = cluster.running.get(job_id)
@@ -378,13 +436,15 @@ class View:
 # ----------------------------------------------------------------------------- actions
 
 
-@quick_init
+@mypyc_attr(allow_interpreted_subclasses=True)  # a policy may yield its own (refused)
 @dataclass(frozen=True, slots=True)
 class Action:
     """Base of every decision a policy yields."""
 
+    def __init__(self) -> None:
+        pass
 
-@quick_init
+
 @dataclass(frozen=True, slots=True)
 class Place(Action):
     """Start a waiting job on ``cluster`` with ``size`` nodes."""
@@ -393,8 +453,12 @@ class Place(Action):
     cluster: str
     size: int
 
+    def __init__(self, job_id: str, cluster: str, size: int) -> None:
+        object.__setattr__(self, "job_id", job_id)
+        object.__setattr__(self, "cluster", cluster)
+        object.__setattr__(self, "size", size)
 
-@quick_init
+
 @dataclass(frozen=True, slots=True)
 class Grow(Action):
     """Offer ``offer`` more nodes to a running malleable job (an answer follows)."""
@@ -402,8 +466,11 @@ class Grow(Action):
     job_id: str
     offer: int
 
+    def __init__(self, job_id: str, offer: int) -> None:
+        object.__setattr__(self, "job_id", job_id)
+        object.__setattr__(self, "offer", offer)
 
-@quick_init
+
 @dataclass(frozen=True, slots=True)
 class Shrink(Action):
     """Ask a running malleable job to give back ``amount`` nodes.
@@ -416,8 +483,12 @@ class Shrink(Action):
     amount: int
     mandatory: bool = False
 
+    def __init__(self, job_id: str, amount: int, mandatory: bool = False) -> None:
+        object.__setattr__(self, "job_id", job_id)
+        object.__setattr__(self, "amount", amount)
+        object.__setattr__(self, "mandatory", mandatory)
 
-@quick_init
+
 @dataclass(frozen=True, slots=True)
 class Cancel(Action):
     """End a job (waiting or running)."""
@@ -425,16 +496,21 @@ class Cancel(Action):
     job_id: str
     reason: str = ""
 
+    def __init__(self, job_id: str, reason: str = "") -> None:
+        object.__setattr__(self, "job_id", job_id)
+        object.__setattr__(self, "reason", reason)
 
-@quick_init
+
 @dataclass(frozen=True, slots=True)
 class Defer(Action):
     """The policy tried to place a waiting job and could not: count a try."""
 
     job_id: str
 
+    def __init__(self, job_id: str) -> None:
+        object.__setattr__(self, "job_id", job_id)
 
-@quick_init
+
 @dataclass(frozen=True, slots=True)
 class Reject(Action):
     """A waiting job can never be placed (it asks for more than any cluster has)."""
@@ -442,8 +518,11 @@ class Reject(Action):
     job_id: str
     reason: str
 
+    def __init__(self, job_id: str, reason: str) -> None:
+        object.__setattr__(self, "job_id", job_id)
+        object.__setattr__(self, "reason", reason)
 
-@quick_init
+
 @dataclass(frozen=True, slots=True)
 class Cluster:
     """A cluster's static description (the DAS-3 sites, a testbed site...)."""
@@ -452,6 +531,13 @@ class Cluster:
     nodes: int
     reserve: int = 0
     speed: float = 1.0
+
+    def __init__(self, name: str, nodes: int, reserve: int = 0, speed: float = 1.0) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "nodes", nodes)
+        object.__setattr__(self, "reserve", reserve)
+        object.__setattr__(self, "speed", speed)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if self.nodes < 1:
@@ -470,7 +556,6 @@ DAS3: tuple[Cluster, ...] = (
 )
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Operation:
     """One malleability operation the manager performed (journal, records, activity plot)."""
@@ -480,3 +565,42 @@ class Operation:
     job_id: str
     cluster: str
     amount: int
+
+    def __init__(self, time: float, kind: str, job_id: str, cluster: str, amount: int) -> None:
+        object.__setattr__(self, "time", time)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "job_id", job_id)
+        object.__setattr__(self, "cluster", cluster)
+        object.__setattr__(self, "amount", amount)
+
+
+# ----------------------------------------------------------------------------- construction
+#
+# Each value class above writes its own ``__init__`` (``tests/unit/test_quickinit.py`` checks
+# that it has the signature and the effect of the one dataclasses would generate). Compiled
+# (setup.py), the classes are native and mypyc turns each ``object.__setattr__(self, "name",
+# value)`` into a direct store. As plain Python, those calls are slower than quick_init's slot
+# stores, so quick_init replaces the ``__init__``s; it is not a decorator because mypyc does
+# not compile a class it cannot see through as a native class.
+
+VALUES: tuple[type, ...] = (JobSpec, RunningJob, ClusterView, WaitingJob, View, Action, Place,
+                            Grow, Shrink, Cancel, Defer, Reject, Cluster, Operation)
+"""The value classes whose ``__init__`` is written by hand."""
+
+
+def _remake(cls: type[_T], values: dict[str, Any]) -> _T:
+    return cls(**values)
+
+
+def _reduce(value: object) -> tuple[Any, tuple[type, dict[str, Any]]]:
+    """Pickle and copy a value through its ``__init__``: a native frozen dataclass cannot
+    be restored field by field (its frozen ``__setattr__`` refuses)."""
+    return _remake, (type(value), {f.name: getattr(value, f.name)
+                                   for f in dataclasses.fields(value) if f.init})  # type: ignore[arg-type]
+
+
+if isinstance(quick_init, FunctionType):  # plain Python, not the compiled module
+    for _cls in VALUES:
+        quick_init(_cls)
+for _cls in VALUES:
+    copyreg.pickle(_cls, _reduce)
