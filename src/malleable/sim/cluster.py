@@ -39,6 +39,25 @@ class _Job:
     version: int = 0
     view: RunningJob | None = None
 
+    def __init__(self, spec: JobSpec, curve: TimeModel, size: int, start: float, managed: bool,
+                 progress: float = 0.0, last: float = 0.0, paused_until: float = 0.0,
+                 releasing: int = 0, resized_at: float = 0.0, version: int = 0,
+                 view: RunningJob | None = None) -> None:
+        # Written, not generated: compiled, a dataclass's generated __init__ stays Python code
+        # (tests/unit/test_model_init.py checks it against the generated one).
+        self.spec = spec
+        self.curve = curve
+        self.size = size
+        self.start = start
+        self.managed = managed
+        self.progress = progress
+        self.last = last
+        self.paused_until = paused_until
+        self.releasing = releasing
+        self.resized_at = resized_at
+        self.version = version
+        self.view = view
+
 
 @dataclass
 class SimCluster:
