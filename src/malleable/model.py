@@ -36,7 +36,9 @@ _EMPTY: Mapping[str, float] = MappingProxyType({})
 # effect (fields that are not ``init`` get their default, ``__post_init__`` runs) that
 # stores each field through its slot's own descriptor, about twice as fast. The class
 # stays frozen: assigning a field afterwards still raises ``FrozenInstanceError``.
-# Equality, hashing, ``repr`` and pickling are the dataclass's own, untouched.
+# Equality, hashing, ``repr`` and pickling are the dataclass's own, untouched. A class that
+# writes its own ``__init__`` (this module's, see "construction" at its end) gets it replaced
+# too; the written one is kept as the new one's ``__wrapped__``.
 #
 # A class it cannot handle (not a slotted dataclass, or with ``InitVar`` fields) is
 # refused at import time with ``TypeError``, so it never silently changes meaning.
@@ -576,7 +578,7 @@ class Operation:
 
 # ----------------------------------------------------------------------------- construction
 #
-# Each value class above writes its own ``__init__`` (``tests/unit/test_quickinit.py`` checks
+# Each value class above writes its own ``__init__`` (``tests/unit/test_model_init.py`` checks
 # that it has the signature and the effect of the one dataclasses would generate). Compiled
 # (setup.py), the classes are native and mypyc turns each ``object.__setattr__(self, "name",
 # value)`` into a direct store. As plain Python, those calls are slower than quick_init's slot
