@@ -28,6 +28,23 @@ class JobRecord:
     _first: int | None = field(default=None, kw_only=True, repr=False)
     _later: list[tuple[float, int]] | None = field(default=None, kw_only=True, repr=False)
 
+    def __init__(self, spec: JobSpec, cluster: str = "", placed: float | None = None,
+                 start: float | None = None, end: float | None = None,
+                 state: JobState = JobState.WAITING, reason: str = "", *,
+                 _first: int | None = None,
+                 _later: list[tuple[float, int]] | None = None) -> None:
+        # Written out as dataclasses would write it (tests/unit/test_model_init.py checks
+        # that): compiled, the stores are direct; the generated one would run interpreted.
+        self.spec = spec
+        self.cluster = cluster
+        self.placed = placed
+        self.start = start
+        self.end = end
+        self.state = state
+        self.reason = reason
+        self._first = _first
+        self._later = _later
+
     @property
     def sizes(self) -> list[tuple[float, int]]:
         """The size steps ``[(time, size), ...]`` (a new list: the record is not changed)."""

@@ -24,20 +24,42 @@ _LOG_LIMIT = 4096
 """Changed ids kept in one log before a new one starts (bounds the memory of a long run)."""
 
 
-@dataclass(slots=True)
 class _Job:
+    """A running job as the simulated cluster keeps it (mutable, internal). A plain class
+    with its ``__init__`` written out: compiled, the stores are direct (a dataclass's
+    generated ``__init__`` would run interpreted, once per job)."""
+
+    __slots__ = ("curve", "last", "managed", "paused_until", "progress", "releasing",
+                 "resized_at", "size", "spec", "start", "version", "view")
+
     spec: JobSpec
     curve: TimeModel
     size: int
     start: float
     managed: bool
-    progress: float = 0.0
-    last: float = 0.0
-    paused_until: float = 0.0
-    releasing: int = 0
-    resized_at: float = 0.0
-    version: int = 0
-    view: RunningJob | None = None
+    progress: float
+    last: float
+    paused_until: float
+    releasing: int
+    resized_at: float
+    version: int
+    view: RunningJob | None
+
+    def __init__(self, spec: JobSpec, curve: TimeModel, size: int, start: float,
+                 managed: bool) -> None:
+        self.spec = spec
+        self.curve = curve
+        self.size = size
+        self.start = start
+        self.managed = managed
+        self.progress = 0.0
+        self.last = start
+        self.paused_until = 0.0
+        self.releasing = 0
+        self.resized_at = start
+        self.version = 0
+        self.view = None
+
 
 
 @dataclass
@@ -106,7 +128,7 @@ class SimCluster:
         self.idle -= size
         self._mark()
         curve = self.catalog.time_model(spec)
-        job = _Job(spec, curve, size, now, managed, last=now, resized_at=now)
+        job = _Job(spec, curve, size, now, managed)
         self._jobs[spec.id] = job
         self._touch(spec.id)
         self._schedule_end(job)
