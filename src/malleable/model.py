@@ -576,6 +576,44 @@ class Operation:
         object.__setattr__(self, "amount", amount)
 
 
+@dataclass(frozen=True, slots=True)
+class JobEvent:
+    """Something that happened to a managed job, at ``time`` (seconds, manager clock).
+
+    ``state`` is RUNNING for a start and for a resize (``size`` is the new size), a
+    finished state for an end, or WAITING when the adapter gives the job back to the
+    manager's queue (its submission never reached the resource manager). ``retriable``
+    marks a failure that was not the job's fault (a node failed under it): the manager
+    may submit it again (``Manager.max_retries``).
+
+    ``answer`` is ``grow`` or ``shrink`` when the event answers an offer or a request the
+    adapter answered :data:`~malleable.resources.PENDING`: ``amount`` is how many nodes
+    the job took or gave back (0: refused, ``reason`` says why) and ``size`` its size
+    after it. Defined here with the other values (compiled, see "construction" below);
+    :mod:`malleable.resources`, the interface it belongs to, exports it too.
+    """
+
+    time: float
+    job_id: str
+    state: JobState
+    size: int
+    reason: str = ""
+    retriable: bool = False
+    answer: str = ""
+    amount: int = 0
+
+    def __init__(self, time: float, job_id: str, state: JobState, size: int, reason: str = "",
+                 retriable: bool = False, answer: str = "", amount: int = 0) -> None:
+        object.__setattr__(self, "time", time)
+        object.__setattr__(self, "job_id", job_id)
+        object.__setattr__(self, "state", state)
+        object.__setattr__(self, "size", size)
+        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "retriable", retriable)
+        object.__setattr__(self, "answer", answer)
+        object.__setattr__(self, "amount", amount)
+
+
 # ----------------------------------------------------------------------------- construction
 #
 # Each value class above writes its own ``__init__`` (``tests/unit/test_model_init.py`` checks
@@ -586,7 +624,7 @@ class Operation:
 # not compile a class it cannot see through as a native class.
 
 VALUES: tuple[type, ...] = (JobSpec, RunningJob, ClusterView, WaitingJob, View, Action, Place,
-                            Grow, Shrink, Cancel, Defer, Reject, Cluster, Operation)
+                            Grow, Shrink, Cancel, Defer, Reject, Cluster, Operation, JobEvent)
 """The value classes whose ``__init__`` is written by hand."""
 
 

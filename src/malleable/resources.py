@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from malleable.model import ClusterView, JobSpec, JobState, quick_init
+from malleable.model import ClusterView, JobSpec
+from malleable.model import JobEvent as JobEvent  # defined with the model's values (compiled)
 
 
 class Capability(enum.Enum):
@@ -27,32 +27,6 @@ class Capability(enum.Enum):
     """Submit a job with a range of sizes and let the resource manager choose."""
     FEEDBACK = "feedback"
     """Report per-job feedback from the application (parallelism, efficiency)."""
-
-
-@quick_init
-@dataclass(frozen=True, slots=True)
-class JobEvent:
-    """Something that happened to a managed job, at ``time`` (seconds, manager clock).
-
-    ``state`` is RUNNING for a start and for a resize (``size`` is the new size), a
-    finished state for an end, or WAITING when the adapter gives the job back to the
-    manager's queue (its submission never reached the resource manager). ``retriable``
-    marks a failure that was not the job's fault (a node failed under it): the manager
-    may submit it again (``Manager.max_retries``).
-
-    ``answer`` is ``grow`` or ``shrink`` when the event answers an offer or a request the
-    adapter answered :data:`PENDING`: ``amount`` is how many nodes the job took or gave
-    back (0: refused, ``reason`` says why) and ``size`` its size after it.
-    """
-
-    time: float
-    job_id: str
-    state: JobState
-    size: int
-    reason: str = ""
-    retriable: bool = False
-    answer: str = ""
-    amount: int = 0
 
 
 PENDING = -1

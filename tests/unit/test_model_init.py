@@ -64,6 +64,8 @@ FULL: dict[type, dict[str, Any]] = {
     Reject: {"job_id": "j", "reason": "r"},
     Cluster: {"name": "c", "nodes": 8, "reserve": 1, "speed": 2.0},
     Operation: {"time": 1.0, "kind": "grow", "job_id": "j", "cluster": "c", "amount": 2},
+    model.JobEvent: {"time": 1.0, "job_id": "j", "state": model.JobState.FAILED, "size": 2,
+                     "reason": "r", "retriable": True, "answer": "grow", "amount": 1},
 }
 
 #: The same for the other dataclasses with a written ``__init__`` (mutable, compiled).

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from malleable import model, resources
+from malleable import model
 from malleable.model import quick_init
 
 _SHARED: list[int] = []
@@ -84,19 +84,6 @@ def test_same_signature_as_the_dataclass_init() -> None:
         (p.name, p.kind) for p in theirs.parameters.values()]
     for name in ("b", "f"):
         assert ours.parameters[name].default == theirs.parameters[name].default
-
-
-#: model.py's classes apply it after their bodies, in plain Python only: test_model_init.py.
-MODEL_CLASSES = [resources.JobEvent]
-
-
-@pytest.mark.parametrize("cls", MODEL_CLASSES, ids=lambda c: c.__name__)
-def test_model_classes_use_it_with_the_dataclass_parameters(cls: type[Any]) -> None:
-    assert cls.__init__.__module__ == cls.__module__
-    assert "_set_" in " ".join(cls.__init__.__code__.co_names) or not dataclasses.fields(cls)
-    params = [(p.name, p.kind == inspect.Parameter.KEYWORD_ONLY)
-              for p in inspect.signature(cls).parameters.values()]
-    assert params == [(f.name, f.kw_only) for f in dataclasses.fields(cls) if f.init]
 
 
 def test_model_values_keep_defaults_and_stay_frozen_and_picklable() -> None:

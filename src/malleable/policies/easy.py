@@ -82,18 +82,20 @@ def expected_end(start: float, spec: JobSpec, now: float) -> float:
     return max(now, start + spec.walltime)
 
 
-@dataclass(slots=True)
 class Reservation:
     """The head job's reservation: cluster, shadow time and extra nodes (used up by
     backfilled jobs that run past the shadow time)."""
 
-    job_id: str
-    cluster: str
-    shadow: float
-    extra: int
+    __slots__ = ("cluster", "extra", "job_id", "shadow")
+
+    def __init__(self, job_id: str, cluster: str, shadow: float, extra: int) -> None:
+        self.job_id = job_id
+        self.cluster = cluster
+        self.shadow = shadow
+        self.extra = extra
 
 
-@dataclass
+
 class Plan:
     """What the placement pass knows within one cycle (free nodes, expected ends).
 
@@ -103,18 +105,26 @@ class Plan:
     Both are read from the view when first asked for (a pass that makes no reservation
     never needs them); the lists may be an :class:`ExpectedEnds` index's own: a start
     copies before it adds.
+
+    It and :class:`Reservation` are plain classes with their ``__init__`` written out:
+    compiled, a dataclass's generated ``__init__`` would run interpreted, once a cycle.
     """
 
-    now: float
-    free: dict[str, int]
-    capacity: dict[str, int]
-    _clusters: Mapping[str, ClusterView] = field(default_factory=dict, repr=False)
-    _index: ExpectedEnds | None = field(default=None, repr=False)
-    _ends: dict[str, list[tuple[float, int]]] | None = field(default=None, repr=False)
-    _releasing: dict[str, int] = field(default_factory=dict, repr=False)
-    _copied: set[str] = field(default_factory=set, repr=False)
-    _starts: list[tuple[str, float, int]] = field(default_factory=list, repr=False)
-    """Starts noted before the ends were read: (cluster, expected end, size)."""
+    __slots__ = ("_clusters", "_copied", "_ends", "_index", "_releasing", "_starts",
+                 "capacity", "free", "now")
+
+    def __init__(self, now: float, free: dict[str, int], capacity: dict[str, int],
+                 clusters: Mapping[str, ClusterView], index: ExpectedEnds | None) -> None:
+        self.now = now
+        self.free = free
+        self.capacity = capacity
+        self._clusters = clusters
+        self._index = index
+        self._ends: dict[str, list[tuple[float, int]]] | None = None
+        self._releasing: dict[str, int] = {}
+        self._copied: set[str] = set()
+        self._starts: list[tuple[str, float, int]] = []
+        """Starts noted before the ends were read: (cluster, expected end, size)."""
 
     @classmethod
     def of(cls, view: View, now: float, index: ExpectedEnds | None = None) -> Plan:
