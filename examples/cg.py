@@ -57,7 +57,8 @@ def main() -> None:
     args = demo.parser(__doc__.splitlines()[0], iterations=30, size=256).parse_args()
     mall = Malleable(demo.params(args), demo.source(args), inhibitors=demo.inhibitors(args))
     data = mall.run(lambda comm: init(comm, args.size),
-                    demo.slowed(step, args.delay), args.iterations, args.request)
+                    demo.slowed(step, args.delay, args.delay_file),
+                    args.iterations, args.request)
     if data is None:
         return
     x = demo.allgather(mall.comm, data["x"])

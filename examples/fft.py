@@ -66,7 +66,8 @@ def main() -> None:
     mall = Malleable(demo.params(args, SizeRule.POW2), demo.source(args),
                      inhibitors=demo.inhibitors(args))
     data = mall.run(lambda comm: init(comm, args.size),
-                    demo.slowed(step, args.delay), args.iterations, args.request)
+                    demo.slowed(step, args.delay, args.delay_file),
+                    args.iterations, args.request)
     if data is None:
         return
     u = demo.allgather(mall.comm, data["u"])

@@ -71,7 +71,8 @@ def main() -> None:
     mall = Malleable(demo.params(args), demo.source(args), inhibitors=demo.inhibitors(args),
                      layouts={"particles": SLABS})
     data = mall.run(lambda comm: init(comm, args.size),
-                    demo.slowed(step, args.delay), args.iterations, args.request)
+                    demo.slowed(step, args.delay, args.delay_file),
+                    args.iterations, args.request)
     if data is None:
         return
     everyone = demo.allgather(mall.comm, data["particles"])

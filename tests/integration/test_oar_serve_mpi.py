@@ -24,6 +24,7 @@ import json
 import math
 import re
 import statistics
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,6 +49,10 @@ JACOBI = Path(__file__).resolve().parents[2] / "examples" / "jacobi.py"
 #: iteration of each phase's start is printed to watch that margin).
 PROBLEM = ("--iterations", "600", "--size", "64", "--max", "4")
 FIXED_DELAY, GROWN_DELAY = "0.03", "0.35"
+#: Once the last resize the test checks (the grow back) is done, the test writes 0 here:
+#: the malleable run's remaining iterations run without the delay (--delay-file), so the
+#: test does not wait out a margin it no longer needs (the margin until then is unchanged).
+DELAY_FILE = "/home/alice/jacobi-grown.delay"
 CONFIG = """[service]
 state = "/home/malleable/serve/state.sqlite"
 poll = 2.0
@@ -156,7 +161,7 @@ def test_alice_s_jacobi_grows_and_shrinks_on_oar_through_her_agent(
     fixed = _submit(alice_cfg, capsys, "--min", "2", "--max", "2", "--mpi", "--",
                     str(JACOBI), *PROBLEM, "--delay", FIXED_DELAY)
     grown = _submit(alice_cfg, capsys, "--min", "2", "--max", "4", "--mpi", "--",
-                    str(JACOBI), *PROBLEM, "--delay", GROWN_DELAY)
+                    str(JACOBI), *PROBLEM, "--delay", GROWN_DELAY, "--delay-file", DELAY_FILE)
     names = {j["name"] for j in oar_jobs(oar, "grid", fixed, grown).values()}
     assert all(";mpi" in n for n in names), names
     job_id = _service_id(serve, "alice", grown)
@@ -176,8 +181,13 @@ def test_alice_s_jacobi_grows_and_shrinks_on_oar_through_her_agent(
              "alice's Jacobi shrunk to 2 for bob", explain=explain)
     wait_for(lambda: _afters(serve.text(), job_id)[-1:] == [4], 400,
              "alice's Jacobi grown back to 4", explain=explain)
+    oar.exec("grid", ["sh", "-c", f"echo 0 > {DELAY_FILE}"], user="alice", timeout=60,
+             check=True)
+    back_at = time.monotonic()
     wait_for(lambda: _result(oar, grown) is not None, 600, "the grown run's result",
              explain=explain)
+    print(f"\nthe grown run ended {time.monotonic() - back_at:.1f} s after it was seen "
+          f"grown back (without the delay)")
     malleable, reference = _result(oar, grown), _result(oar, fixed)
     assert malleable is not None and reference is not None
     log = serve.text()

@@ -26,11 +26,15 @@ import pytest
 
 from malleable.adapters.slurm import hostlist
 from malleable.testbed import Testbed
-from tests.fakes.waits import clear_selection, site_quiet, site_state, wait_for
+from tests.fakes.waits import clear_selection, run_until, site_quiet, site_state, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+#: alice's Jacobi runs sleep 0.4 s per iteration (150: 60 s) to outlive the restart, bob's
+#: refusal and the grow; once the grow is seen the test writes 0 here (--delay-file) and the
+#: rest of both runs go at full speed.
+DELAY_FILE = "/home/alice/jacobi.delay"
 HOME = "/home/malleable/serve"
 CHANNEL = "vu-ctl:7461"
 SERVICE = """[service]
@@ -275,7 +279,8 @@ def test_alices_jacobi_is_grown_through_the_channel_and_bob_cannot_answer(
                 timeout=30, check=True)
         tb.exec(site, ["sh", "-c", "cat > jacobi.py"], user="alice", timeout=30, check=True,
                 input_text=(EXAMPLES / "jacobi.py").read_text())
-    args = ["--", "jacobi.py", "--iterations", "150", "--size", "64", "--delay", "0.4"]
+    args = ["--", "jacobi.py", "--iterations", "150", "--size", "64", "--delay", "0.4",
+            "--delay-file", DELAY_FILE]
     grown = _submit(tb, "vu", "alice", "--min", "2", "--max", "4", "--initial", "2", "--mpi",
                     "--service", CHANNEL, *args)
     fixed = _submit(tb, "uva", "alice", "--min", "2", "--max", "2", "--mpi",
@@ -292,16 +297,21 @@ def test_alices_jacobi_is_grown_through_the_channel_and_bob_cannot_answer(
              in serve.text()[restarted:], 240, "alice's channel after the restart")
 
     # bob runs an agent for alice's job: his MUNGE credential says bob: refused, logged
-    tb.exec("vu", ["timeout", "40", "python3", "-m", "malleable.site.agent", "--service",
-                   CHANNEL, "--site", "vu", "--job", grown, "--run-dir",
-                   "/tmp/malleable-bob/x", "--program", "jacobi.py"], user="bob", timeout=60)
-    assert re.search(rf"event=channel_refused site=vu slurm_id={grown} peer=\S+ user=bob "
-                     rf"reason=.bob is not the owner of job {grown} \(alice\)", serve.text())
+    refused = (rf"event=channel_refused site=vu slurm_id={grown} peer=\S+ user=bob "
+               rf"reason=.bob is not the owner of job {grown} \(alice\)")
+    run_until(tb, "vu", "bob", ["python3", "-m", "malleable.site.agent", "--service",
+                                CHANNEL, "--site", "vu", "--job", grown, "--run-dir",
+                                "/tmp/malleable-bob/x", "--program", "jacobi.py"],
+              lambda: re.search(refused, serve.text()) is not None, 40, "bob refused")
+    assert re.search(refused, serve.text())
 
     wait_for(lambda: re.search(r"event=mpi_resized site=vu job=alice:\w+ processes=2->4 "
                                r"nodes=2->4 outcome=done", serve.text()) is not None, 400,
              "the grow 2 -> 4 through the channel", explain=lambda: site_state(tb, "vu"))
     assert _job(tb, "vu", grown)["NumNodes"] == "4"
+    for site in ("vu", "uva"):  # both runs' remaining iterations without the delay
+        tb.exec(site, ["sh", "-c", f"echo 0 > {DELAY_FILE}"], user="alice", timeout=30,
+                check=True)
     wait_for(lambda: _result(tb, "vu", grown) is not None, 400, "the grown run's result")
     wait_for(lambda: _result(tb, "uva", fixed) is not None, 200, "the fixed run's result")
     malleable, reference = _result(tb, "vu", grown), _result(tb, "uva", fixed)

@@ -121,3 +121,30 @@ def test_demo_request_option_names_iterations_and_sizes() -> None:
     for bad in ("20", "a:4", "20:0", "-1:2"):
         with pytest.raises(argparse.ArgumentTypeError, match="bad request"):
             demo.parse_requests(bad)
+
+
+def test_demo_delay_file_sets_each_iterations_sleep_while_it_holds_a_number(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    steps: list[int] = []
+    slept: list[float] = []
+    monkeypatch.setattr(demo.time, "sleep", slept.append)
+
+    def step(comm: object, data: object, iteration: int) -> None:
+        steps.append(iteration)
+
+    assert demo.slowed(step, 0.0) is step  # nothing to sleep: the step itself
+    demo.slowed(step, 0.5)(None, None, 0)
+    assert slept == [0.5]
+    path = tmp_path / "delay"
+    args = demo.parser("x", iterations=30, size=8).parse_args(["--delay-file", str(path)])
+    assert args.delay_file == path and args.delay == 0.0
+    slow = demo.slowed(step, 0.5, path)
+    slow(None, None, 1)  # no file yet: --delay
+    for text in ("0.25\n", "0", "x", "-1", "inf", "nan", "2"):
+        path.write_text(text)
+        slow(None, None, 2)
+    assert slept == [0.5, 0.5, 0.25, 0.5, 0.5, 0.5, 0.5, 2.0]  # "0" sleeps not at all
+    assert steps == [0, 1, 2, 2, 2, 2, 2, 2, 2]
+    path.unlink()
+    demo.slowed(step, 0.0, path)(None, None, 3)  # --delay 0 and no file: no sleep
+    assert len(slept) == 8 and steps[-1] == 3

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -50,6 +51,10 @@ def parser(description: str, *, iterations: int, size: int) -> argparse.Argument
     p.add_argument("--save", type=Path, help="write the final distributed array here (.npy)")
     p.add_argument("--delay", type=float, default=0.0, metavar="S",
                    help="sleep S seconds per iteration (to watch a demo)")
+    p.add_argument("--delay-file", type=Path, default=None, metavar="FILE",
+                   help="read the seconds to sleep from FILE at every iteration, when it "
+                        "holds a number >= 0 (--delay otherwise): speed up or slow down a "
+                        "running demo")
     p.add_argument("--request", type=parse_requests, default={}, metavar="I:N[,I:N]",
                    help="at iteration I, ask the runner for N processes in total "
                         "(application-initiated; with --channel)")
@@ -74,16 +79,30 @@ def parse_requests(text: str) -> dict[int, int]:
     return requests
 
 
-def slowed(step: Callable[[Any, Any, int], None], delay: float) -> Callable[[Any, Any, int], None]:
-    """``step`` followed by a sleep of ``delay`` seconds (the demos' --delay)."""
-    if delay <= 0:
+def slowed(step: Callable[[Any, Any, int], None], delay: float,
+           delay_file: Path | None = None) -> Callable[[Any, Any, int], None]:
+    """``step`` followed by a sleep of ``delay`` seconds (the demos' --delay), or of the
+    seconds ``delay_file`` holds at that iteration (--delay-file)."""
+    if delay <= 0 and delay_file is None:
         return step
 
     def slow(comm: Any, data: Any, iteration: int) -> None:
         step(comm, data, iteration)
-        time.sleep(delay)
+        seconds = delay if delay_file is None else file_delay(delay_file, delay)
+        if seconds > 0:
+            time.sleep(seconds)
 
     return slow
+
+
+def file_delay(path: Path, default: float) -> float:
+    """The seconds written in ``path``; ``default`` while it is absent, unreadable or does
+    not hold a finite number >= 0."""
+    try:
+        seconds = float(path.read_text())
+    except (OSError, ValueError):
+        return default
+    return seconds if 0 <= seconds < math.inf else default
 
 
 def params(args: argparse.Namespace, rule: SizeRule = SizeRule.ANY) -> Params:
