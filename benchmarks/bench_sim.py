@@ -9,7 +9,9 @@
 
 Every row runs each simulator as its own process and reports the CPU time (user +
 system) and the peak RSS of that whole process, the minimum of ``--repeat`` runs, taken
-in turn (ours, peer, ours, peer...) on the same trace:
+in turn (ours, peer, ours, peer...) on the same trace. Ours runs from a copy of ``src/``
+with its bytecode written, as ``pip install`` leaves it (benchmarks/compiled.py); AccaSim
+runs installed in its environment:
 
 * ``FIFO first fit``: ``malleable simulate --policy fcfs --platform 128 --workload
   TRACE --json`` beside AccaSim 1.1.3 (FIFO + first fit, per-job output off), the
@@ -135,8 +137,14 @@ def ours_argv(policy: str, trace: Path, platform: str = "128", out: Path | None 
 
 
 def ours(policy: str, trace: Path, platform: str = "128", out: Path | None = None,
-         *extra: str, src: Path = ROOT / "src") -> Callable[[], Run]:
-    return lambda: child(ours_argv(policy, trace, platform, out, *extra), PYTHONPATH=str(src))
+         *extra: str, src: Path | None = None) -> Callable[[], Run]:
+    where = str(src or SOURCE)
+    return lambda: child(ours_argv(policy, trace, platform, out, *extra), PYTHONPATH=where)
+
+
+#: The plain sources the source runs use: a copy of ``src/`` with its bytecode, made by
+#: ``main`` (benchmarks/compiled.py, :func:`~benchmarks.compiled.source`).
+SOURCE: Path = ROOT / "src"
 
 
 #: The compiled build's sources (``--compiled``), or None.
@@ -489,8 +497,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="malleable-bench-") as tmp:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
+        global SOURCE, COMPILED
+        if parts - {"koala"}:  # the KOALA rows run in this process
+            SOURCE = compiled.source(workdir / "source")
         if args.compiled:
-            global COMPILED
             print("  building the compiled build (benchmarks/compiled.py) ...", flush=True)
             COMPILED = compiled.build(workdir / "compiled") / "src"
         rows = koala_rows(args.seed) if "koala" in parts else []

@@ -19,7 +19,6 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,8 +26,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from malleable.clock import ScaledClock
-from malleable.config import ClustersConfig, SiteConfig, load_config
 from malleable.errors import ExternalError, InputError
 from malleable.health import SITE_TIMEOUT
 from malleable.manager import Manager
@@ -45,15 +42,17 @@ from malleable.metrics.summary import (
 )
 from malleable.model import DAS3, Cluster, JobSpec, JobState, Operation
 from malleable.policies.registry import PolicySpec, factory
-from malleable.realtime import RealtimeDriver
 from malleable.sim.run import JobBatches, SimConfig, SimResult, check_jobs, simulate
-from malleable.store import Resumed, RunInfo, Store, resume
 from malleable.workloads.load import load_workload
 from malleable.workloads.swf import write_swf
 
-if TYPE_CHECKING:  # imported where a real run needs them: a simulation never loads paramiko
+if TYPE_CHECKING:  # imported where a real run needs them: a simulation never loads paramiko,
+    # the journal, the real-time driver or the config reader (about 13 ms of its start-up)
     from malleable.adapters.oar.cluster import OarCluster
     from malleable.adapters.slurm.cluster import SlurmCluster
+    from malleable.clock import ScaledClock
+    from malleable.config import ClustersConfig, SiteConfig
+    from malleable.store import Resumed, RunInfo, Store
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +109,8 @@ def platform(spec: str) -> list[Cluster]:
     if not path.exists():
         raise InputError(f"--platform {spec!r} is neither das3, a node count nor a clusters "
                          "config file")
+    from malleable.config import load_config
+
     return clusters_of(load_config(path))
 
 
@@ -285,10 +286,15 @@ MAX_RETRIES = 2
 
 def open_run(request: RunRequest, store: Store) -> ManagerRun:
     """A new run, or the run the journal holds (resumed: InputError if it differs)."""
+    from secrets import token_hex
+
+    from malleable.clock import ScaledClock
+    from malleable.store import RunInfo, resume
+
     info = store.run_info()
     if info is None:
         workload = request_workload(request)
-        info = RunInfo(secrets.token_hex(4), time.time(), request.time_scale,
+        info = RunInfo(token_hex(4), time.time(), request.time_scale,
                        approach_of(request.policy) or "", request.policy.name, request.workload,
                        dict(request.policy.options))
         store.begin_run(info, workload)
@@ -346,6 +352,8 @@ def drive(run: ManagerRun, poll: float, deadline: float | None,
     A site unavailable for ``site_timeout`` seconds without a break is given up (its
     jobs recorded failed, then probed and used again once it answers); ExternalError once
     every site is given up."""
+    from malleable.realtime import RealtimeDriver
+
     saved = [run.store.saved_state() or ""]
 
     def cycled(now: float) -> None:

@@ -9,7 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from malleable import argtypes
-from malleable.commands.common import add_policy_arguments, policy_from_args, print_summary
+from malleable.commands.common import (
+    add_policy_arguments,
+    load_numpy,
+    policy_from_args,
+    print_summary,
+)
 from malleable.errors import InputError
 from malleable.workloads.koala import KOALA_WORKLOADS
 
@@ -69,6 +74,8 @@ def _config(args: argparse.Namespace) -> SimConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.workload not in KOALA_WORKLOADS:  # a file: its reader imports numpy
+        load_numpy()
     from malleable.metrics.summary import jsonable
     from malleable.service import platform, stream_simulation, write_summary_json
     from malleable.sim.run import collector_eased
