@@ -82,6 +82,7 @@ class SimCluster:
     # The last view, and the running jobs' views it is built from: rebuilt only for the
     # jobs that changed (in start order), and copied so that a view never changes later.
     _views: dict[str, RunningJob] = field(init=False, default_factory=dict)
+    _holes: int = field(init=False)  # entries deleted from _views since it was made
     _stale: dict[str, None] = field(init=False, default_factory=dict)
     _cached: ClusterView | None = field(init=False)
     # The ids whose view changed, in the order the views showed them (ClusterView.changes:
@@ -92,6 +93,7 @@ class SimCluster:
         self.idle = self.nodes
         self.busy_area = 0.0
         self._cached = None
+        self._holes = 0
         self._log = []
         self._last_change = self.engine.now
 
@@ -99,21 +101,33 @@ class SimCluster:
 
     def observe(self) -> ClusterView:
         if self._cached is None:
+            views = self._views
             for job_id in self._stale:
                 job = self._jobs.get(job_id)
                 if job is None:
-                    self._views.pop(job_id, None)
+                    if views.pop(job_id, None) is not None:
+                        self._holes += 1
                 else:
-                    self._views[job_id] = self._view(job)
+                    views[job_id] = self._view(job)
             if len(self._log) >= _LOG_LIMIT:  # a new log: readers compare everything once
                 self._log = []
             self._log.extend(self._stale)
             self._stale.clear()
-            # copy(), not dict(): the same items in the same order, but ``dict()`` of a dict
-            # with deleted entries (every ended job leaves one) inserts item by item, about
-            # 1 us for 40 running jobs against 0.3 us.
+            # The view gets a copy, so that it never changes later. ``dict.copy()`` copies
+            # a dict's table at once while at most a third of its entries are deleted ones
+            # (each ended job leaves one until the dict grows), and item by item past that
+            # (about 8,000 instructions for 40 running jobs: a tenth of a FIFO run,
+            # docs/notes/issue-17-speed13.md). So, once the deleted entries may be that
+            # many, the dict this cluster writes is made anew, compact (``dict()`` of a
+            # dict with deleted entries inserts item by item: always compact, where
+            # ``copy()`` would keep them), and the view keeps the old one, never written
+            # again. A dict that grew was made compact too, unseen: then this is early.
+            if 2 * self._holes > len(views):
+                snapshot, self._views, self._holes = views, dict(views), 0
+            else:
+                snapshot = views.copy()
             self._cached = ClusterView(self.name, self.nodes, self.idle, self.reserve,
-                                       MappingProxyType(self._views.copy()), 0, self.speed,
+                                       MappingProxyType(snapshot), 0, self.speed,
                                        True, (self._log, len(self._log)))
         return self._cached
 
