@@ -194,12 +194,16 @@ class AppCatalog:
 
     models: Mapping[str, AppModel]
     more: Callable[[], Mapping[str, AppModel]] | None = field(default=None, compare=False)
+    # ``more``'s models, once read (None: not yet); set here, as a field, so that the
+    # compiled build (setup.py) can make this a native class, which has no __dict__.
+    _loaded: Mapping[str, AppModel] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in self.models:
             if _generic(name):
                 raise ValueError(f"application name {name!r} is reserved")
         object.__setattr__(self, "models", MappingProxyType(dict(self.models)))
+        object.__setattr__(self, "_loaded", None)
 
     def _model(self, app: str) -> AppModel | None:
         model = self.models.get(app)
@@ -208,7 +212,7 @@ class AppCatalog:
         return model
 
     def _more(self) -> Mapping[str, AppModel]:
-        loaded: Mapping[str, AppModel] | None = self.__dict__.get("_loaded")
+        loaded = self._loaded
         if loaded is None:
             found = self.more() if self.more is not None else {}
             loaded = MappingProxyType({k: v for k, v in found.items() if k not in self.models})
@@ -270,10 +274,11 @@ def _as_model(name: str, loaded: object) -> AppModel:
     raise TypeError(f"{name} is neither an AppModel nor a callable time(n)")
 
 
-def plugins() -> dict[str, AppModel]:
-    """Third-party models of the ``malleable.apps`` group that load (broken ones skipped)."""
+def plugins(points: Iterable[EntryPoint] | None = None) -> dict[str, AppModel]:
+    """Third-party models of the ``malleable.apps`` group that load (broken ones skipped),
+    from ``points`` (default: the installed entry points of the group)."""
     found: dict[str, AppModel] = {}
-    for ep in entry_points(group=GROUP):
+    for ep in entry_points(group=GROUP) if points is None else points:
         if ep.name in BUILTIN or _generic(ep.name):
             logger.warning("application plug-in %s (%s) skipped: the name is taken",
                            ep.name, ep.value)

@@ -68,20 +68,15 @@ def test_dmrlib_names_are_known_whatever_was_imported() -> None:
     assert out.stdout.strip() == "dmr-jacobi"
 
 
-def _entry_points(*points: EntryPoint) -> object:
-    return lambda group: [p for p in points if p.group == group]
-
-
-def test_plug_ins_load_and_a_broken_one_is_skipped(monkeypatch: pytest.MonkeyPatch,
-                                                   caplog: pytest.LogCaptureFixture) -> None:
+def test_plug_ins_load_and_a_broken_one_is_skipped(caplog: pytest.LogCaptureFixture) -> None:
     points = (EntryPoint("ft2", "malleable.apps:ft_time", apps.GROUP),
               EntryPoint("model", "malleable.apps:BUILTIN", apps.GROUP),
               EntryPoint("broken", "no_such_module_here:curve", apps.GROUP),
-              EntryPoint("ft", "malleable.apps:gadget2_time", apps.GROUP),
-              EntryPoint("other", "no_such_module_here:curve", "malleable.policies"))
-    monkeypatch.setattr(apps, "entry_points", _entry_points(*points))
+              EntryPoint("ft", "malleable.apps:gadget2_time", apps.GROUP))
+    # given as the installed ones would be (a compiled apps.py calls entry_points directly:
+    # patching it from here would not reach plugins())
     with caplog.at_level(logging.WARNING, logger="malleable.apps"):
-        found = apps.plugins()
+        found = apps.plugins(points)
     assert list(found) == ["ft2"] and found["ft2"].curve is apps.ft_time
     assert found["ft2"].rule is SizeRule.ANY
     assert "broken" in caplog.text and "model" in caplog.text and "ft (" in caplog.text
@@ -93,8 +88,24 @@ def test_a_plug_in_may_declare_a_size_rule(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(apps, "POW2_SQUARE", AppModel(lambda n: 1.0 / n, SizeRule.POW2),
                         raising=False)
     point = EntryPoint("square", "malleable.apps:POW2_SQUARE", apps.GROUP)
-    monkeypatch.setattr(apps, "entry_points", _entry_points(point))
-    assert apps.plugins()["square"].rule is SizeRule.POW2
+    assert apps.plugins([point])["square"].rule is SizeRule.POW2
+
+
+def test_the_installed_entry_points_of_the_group_are_read_by_default(tmp_path: Path) -> None:
+    """plugins() reads the installed entry points of its group (a distribution on the path,
+    as pip would install it), and none of another group."""
+    info = tmp_path / "malleable_sq_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: malleable-sq-plugin\n"
+                                   "Version: 1.0\n")
+    (info / "entry_points.txt").write_text("[malleable.apps]\nsq = malleable.apps:gadget2_time\n"
+                                           "[other.group]\nbad = no_such_module_here:curve\n")
+    code = "from malleable import apps\nprint(sorted(apps.plugins()))"
+    path = os.pathsep.join([str(tmp_path), str(SRC), os.environ.get("PYTHONPATH", "")])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": path}, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['sq']", out.stdout + out.stderr
 
 
 def test_plug_ins_are_read_only_at_the_first_name_that_is_not_built_in() -> None:
