@@ -111,7 +111,9 @@ class SimCluster:
                     views[job_id] = self._view(job)
             if len(self._log) >= _LOG_LIMIT:  # a new log: readers compare everything once
                 self._log = []
-            self._log.extend(self._stale)
+            log = self._log
+            for job_id in self._stale:  # not extend(): compiled, a loop is 1/5 of its cost
+                log.append(job_id)
             self._stale.clear()
             # The view gets a copy, so that it never changes later. ``dict.copy()`` copies
             # a dict's table at once while at most a third of its entries are deleted ones
