@@ -50,14 +50,18 @@ def build(dest: Path) -> Path:
 
 
 def source(dest: Path) -> Path:
-    """A copy of the checkout's plain sources in ``dest``, with their bytecode; its ``src``."""
-    _copy_checkout(dest, dest)
+    """A copy of the checkout's plain sources (``src/``, without bytecode or compiled
+    modules, whatever is beside them) in ``dest``, with their bytecode; its ``src``."""
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(ROOT / "src", dest / "src",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyc"))
     _bytecode(dest / "src")
     return dest / "src"
 
 
 def _copy_checkout(dest: Path, tree: Path) -> None:
-    """The files git knows of (tracked, or new and not ignored) copied into ``tree``."""
+    """``dest`` emptied, then the files git knows of (tracked, or new and not ignored)
+    copied into ``tree``."""
     shutil.rmtree(dest, ignore_errors=True)
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
                              "--exclude-standard"], cwd=ROOT, check=True,
