@@ -122,11 +122,16 @@ class Manager:
     run whose sites never fail, a simulation, takes the plain path)."""
     in_flight: dict[str, str] = field(default_factory=dict)
     """Jobs whose grow or shrink an adapter answered PENDING: ``grow`` or ``shrink``."""
+    _sites: dict[str, ResourceManager] = field(init=False)
+    """``clusters`` as a dict, which a compiled manager reads and walks directly (a
+    ``Mapping`` it reaches through Python's generic calls: about 3% of a FIFO run).
+    ``clusters`` is not changed once the manager is made."""
 
     def __post_init__(self) -> None:
         self._queue_view = _QueueView(self._queue)
         self.last_view = None
-        if any(Capability.FEEDBACK in rm.capabilities for rm in self.clusters.values()):
+        self._sites = dict(self.clusters)
+        if any(Capability.FEEDBACK in rm.capabilities for rm in self._sites.values()):
             self.policy = honour_requests(self.policy)  # applications' own grow requests
 
     # -------------------------------------------------------------- submissions
@@ -249,14 +254,14 @@ class Manager:
         """Drain every site's events and take its view; a failing site shows offline."""
         if not self.health:
             try:
-                for rm in self.clusters.values():
+                for rm in self._sites.values():
                     for event in rm.drain_events():
                         self.on_event(event)
-                return {name: rm.observe() for name, rm in self.clusters.items()}
+                return {name: rm.observe() for name, rm in self._sites.items()}
             except ExternalError as exc:
                 logger.debug("a site failed (%s): observing site by site", exc)
         views = {}
-        for name, rm in self.clusters.items():
+        for name, rm in self._sites.items():
             if self._given_up(name):
                 self.health[name].counted(False)  # out of the view: a cycle it is missed
             else:
@@ -294,7 +299,7 @@ class Manager:
         lost = [j for j, site in self._where.items() if site == name and j in self._active]
         for job_id in lost:
             self.on_event(JobEvent(now, job_id, JobState.FAILED, 0, reason))
-        rm = self.clusters.get(name)
+        rm = self._sites.get(name)
         if lost and isinstance(rm, Abandoning):
             rm.abandon(lost)
         return lost
@@ -435,7 +440,7 @@ class Manager:
         if waiting is None or job_id in placed:
             logger.warning("policy placed %s, which is not waiting", job_id)
             return 0
-        granted = self.clusters[cluster].start(waiting.spec, size)
+        granted = self._sites[cluster].start(waiting.spec, size)
         if granted:
             placed.append(job_id)
             self._where[job_id] = cluster
@@ -447,7 +452,7 @@ class Manager:
         cluster = self._where.get(job_id)
         if cluster is None or offer <= 0 or job_id in self.in_flight:
             return 0
-        accepted = self.clusters[cluster].offer_grow(job_id, offer)
+        accepted = self._sites[cluster].offer_grow(job_id, offer)
         if accepted == PENDING:
             self.in_flight[job_id] = "grow"
             return self._claimed(job_id, cluster, offer)
@@ -469,7 +474,7 @@ class Manager:
         cluster = self._where.get(job_id)
         if cluster is None or amount <= 0 or job_id in self.in_flight:
             return 0
-        released = self.clusters[cluster].request_shrink(job_id, amount, mandatory)
+        released = self._sites[cluster].request_shrink(job_id, amount, mandatory)
         if released == PENDING:
             self.in_flight[job_id] = "shrink"
             return 0
@@ -480,7 +485,7 @@ class Manager:
     def _cancel(self, job_id: str, reason: str, now: float, placed: list[str]) -> None:
         cluster = self._where.get(job_id)
         if cluster is not None:
-            self.clusters[cluster].cancel(job_id)
+            self._sites[cluster].cancel(job_id)
         elif job_id in self._queue:
             placed.append(job_id)  # leaves the queue after the decision
             self.records[job_id].finish(now, JobState.CANCELLED, reason)

@@ -150,8 +150,12 @@ class RunningSummary:
         self.completed = 0
         self.grow_ops = 0
         self.shrink_ops = 0
-        self._sums = [0.0] * len(self._MEANS)
-        self._counts = [0] * len(self._MEANS)
+        # each mean's sum and count, in the order of _MEANS: attributes, not lists, so that
+        # a compiled build keeps them as machine numbers (no float object per addition)
+        self._wait_sum = self._execution_sum = self._response_sum = 0.0
+        self._avg_size_sum = self._max_size_sum = 0.0
+        self._wait_n = self._execution_n = self._response_n = 0
+        self._avg_size_n = self._max_size_n = 0
         self._never_grew: dict[str, int] = {}
         self._executions: dict[str, array[float]] = {}
 
@@ -176,21 +180,20 @@ class RunningSummary:
         submit = spec.submit_time
         wait, execution, response = start - submit, end - start, end - submit
         avg_size, max_size = record.avg_size, record.max_size
-        sums, counts = self._sums, self._counts
         if wait == wait:
-            sums[0] += wait
-            counts[0] += 1
+            self._wait_sum += wait
+            self._wait_n += 1
         if execution == execution:
-            sums[1] += execution
-            counts[1] += 1
+            self._execution_sum += execution
+            self._execution_n += 1
         if response == response:
-            sums[2] += response
-            counts[2] += 1
+            self._response_sum += response
+            self._response_n += 1
         if avg_size == avg_size:
-            sums[3] += avg_size
-            counts[3] += 1
-        sums[4] += float(max_size)  # a size: never NaN
-        counts[4] += 1
+            self._avg_size_sum += avg_size
+            self._avg_size_n += 1
+        self._max_size_sum += float(max_size)  # a size: never NaN
+        self._max_size_n += 1
         executions.append(execution)
         if spec.malleable and max_size <= spec.initial_size:
             self._never_grew[app] += 1
@@ -199,7 +202,10 @@ class RunningSummary:
         """What :func:`summarize` returns for the records added."""
         out: dict[str, Any] = {"jobs": self.jobs, "completed": self.completed,
                                "makespan_s": makespan, "utilization": utilization}
-        for key, total, count in zip(self._MEANS, self._sums, self._counts, strict=True):
+        totals = ((self._wait_sum, self._wait_n), (self._execution_sum, self._execution_n),
+                  (self._response_sum, self._response_n), (self._avg_size_sum, self._avg_size_n),
+                  (self._max_size_sum, self._max_size_n))
+        for key, (total, count) in zip(self._MEANS, totals, strict=True):
             out[key] = total / count if count else math.nan
         out.update(grow_ops=self.grow_ops, shrink_ops=self.shrink_ops)
         return out
