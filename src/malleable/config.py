@@ -21,6 +21,7 @@ to reach them (TOML, the format ``malleable testbed config`` prints).
     nodes = 85                  # optional, informative (sinfo is read anyway)
     reserve = 0                 # optional: nodes left to local users
     speed = 1.0                 # optional: relative node speed
+    finish_file = "/home/malleable/finish"  # optional, for tests: ends managed jobs' work
     slurm_cluster = "vu"        # optional, informative: Slurm's ClusterName
     controller = "vu-ctl"       # optional, informative: the host name inside the testbed
     address = "172.19.0.7"      # optional, informative: the sshd on the testbed network
@@ -49,7 +50,7 @@ from malleable.policies.registry import PolicySpec
 _SSH_KEYS = ("host", "port", "user", "key", "known_hosts", "connect_timeout", "host_key_alias")
 _INFO_KEYS = ("slurm_cluster", "controller", "address")
 _SITE_KEYS = ("kind", *_SSH_KEYS, "nodes", "partition", "reserve", "speed", "command_timeout",
-              *_INFO_KEYS)
+              "finish_file", *_INFO_KEYS)
 _TOP_KEYS = ("clusters", "ssh", "policy")
 _KINDS = ("slurm", "oar")
 
@@ -88,6 +89,9 @@ class SiteConfig:
     slurm_cluster: str | None = None
     controller: str | None = None
     address: str | None = None
+    finish_file: str | None = None
+    """For tests: a path on the site's nodes that ends a managed job's sleep payload once it
+    exists (:class:`~malleable.adapters.slurm.payload.Payload`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,8 +205,18 @@ class _Where:
             reserve=self.integer(raw, "reserve", path, 0, default=0),
             speed=self.number(raw, "speed", path, default=1.0),
             command_timeout=self.number(raw, "command_timeout", path, default=30.0),
+            finish_file=self.finish_file(raw, path),
             **info,
         )
+
+    def finish_file(self, raw: dict[str, Any], path: str) -> str | None:
+        if "finish_file" not in raw:
+            return None
+        value = self.text(raw, "finish_file", path)
+        if not value.startswith("/"):
+            raise self.fail(f"{path}.finish_file", f"{value!r} is not an absolute path (a path "
+                                                   "on the site's nodes, e.g. in /home)")
+        return value
 
     def ssh(self, raw: dict[str, Any], defaults: dict[str, Any],
             path: str) -> SSHTarget | None:

@@ -271,10 +271,12 @@ def build_adapter(site: SiteConfig, clock: ScaledClock, info: RunInfo,
 
     if site.kind == "oar":
         return OarCluster(site.name, oar_ctl_for(site), clock, info.run_id,
-                          OarPayload(info.time_scale, site.speed), site.reserve, site.speed,
+                          OarPayload(info.time_scale, site.speed,
+                                     finish_file=site.finish_file), site.reserve, site.speed,
                           journal=store)
     return SlurmCluster(site.name, ctl_for(site), clock, info.run_id,
-                        Payload(info.time_scale, site.speed), site.reserve, site.speed,
+                        Payload(info.time_scale, site.speed, finish_file=site.finish_file),
+                        site.reserve, site.speed,
                         journal=store, negotiations=Negotiations(site.name),
                         pending_expansions=True)
 

@@ -4,13 +4,16 @@ The other site keeps placing and its cycles stay short; the run ends ``done`` wi
 every job completed (jobs on the stopped site keep running under their slurmd and are
 taken up again when the controller is back); ``summary.json`` reports the outage.
 An outage longer than ``--site-timeout``: the site is given up (its jobs recorded
-failed), probed, cancels those jobs when it answers again, and is used again.
+failed), probed, cancels those jobs when it answers again, and is used again (once its
+third job runs there, vu's job has done its part and is ended by vu's ``finish_file``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -95,6 +98,9 @@ def test_one_site_down_never_stops_the_other(quiet: Testbed, tmp_path: Path) -> 
 
 
 GIVE_UP = 6.0  # --site-timeout of the second run: the 25-s outage outlasts it
+#: vu's ``finish_file`` in the second run (docs/slurm.md): created once the third job runs on
+#: uva, it ends vu's job, whose only part was to keep vu full until then.
+FINISH_FILE = "/home/malleable/site-outage.finish"
 # Rigid jobs of the `fixed` application (run time from field 4), at time scale 0.05: two
 # 4-node jobs fill both sites (80 and 60 real s: longer than the outage and the probe after
 # it, so the one on uva is still running when uva answers again), and a third one arrives
@@ -106,19 +112,47 @@ SWF = """; Version: 2.2
 """
 
 
+def _finish_vu_once_the_third_runs_on_uva(tb: Testbed, stop: threading.Event,
+                                          noted: dict[str, float]) -> None:
+    """Create vu's finish file once job 3 of the run runs on uva (a failed squeue ends the
+    watch, never the test: vu's job then runs to its end)."""
+    argv = ["squeue", "--noheader", "--format=%j", "--states=RUNNING", "--user=malleable"]
+    began = time.monotonic()
+    with contextlib.suppress(Exception):
+        while not stop.wait(1.0):
+            if any(name.endswith(".3") for name in tb.exec("uva", argv, check=True).stdout.split()):
+                tb.exec("vu", ["touch", FINISH_FILE], user="malleable", timeout=40, check=True)
+                noted["finish_at_s"] = time.monotonic() - began
+                return
+
+
 def test_a_site_given_up_is_probed_cancels_its_failed_jobs_and_is_used_again(
         quiet: Testbed, tmp_path: Path) -> None:
+    for site in ("vu", "uva"):
+        quiet.exec(site, ["rm", "-f", FINISH_FILE], user="malleable", timeout=40, check=True)
     config = tmp_path / "clusters.toml"
-    config.write_text(quiet.config_toml())
+    config.write_text(re.sub(r"^(\[clusters\.vu\])$", rf'\1\nfinish_file = "{FINISH_FILE}"',
+                             quiet.config_toml(), flags=re.MULTILINE))
+    assert config.read_text().count("finish_file") == 1
     workload = tmp_path / "three.swf"
     workload.write_text(SWF)
     out = tmp_path / "out"
     began, ended = threading.Event(), threading.Event()
     outage = threading.Thread(target=_outage, args=(quiet, began, ended, True), daemon=True)
     outage.start()
-    rc = main(["manager", "run", "--config", str(config), "--approach", "pwa", "--policy",
-               "fpsma", "--workload", str(workload), "--time-scale", "0.05",
-               "--poll", "0.5", "--site-timeout", str(GIVE_UP), "--out", str(out), "--json"])
+    stop, noted = threading.Event(), dict[str, float]()
+    finisher = threading.Thread(target=_finish_vu_once_the_third_runs_on_uva,
+                                args=(quiet, stop, noted), daemon=True)
+    finisher.start()
+    try:
+        rc = main(["manager", "run", "--config", str(config), "--approach", "pwa", "--policy",
+                   "fpsma", "--workload", str(workload), "--time-scale", "0.05",
+                   "--poll", "0.5", "--site-timeout", str(GIVE_UP), "--out", str(out),
+                   "--json"])
+    finally:
+        stop.set()
+        finisher.join(timeout=60)
+        quiet.exec("vu", ["rm", "-f", FINISH_FILE], user="malleable", timeout=40)
     outage.join(timeout=OUTAGE + 90)
     summary = json.loads((out / "summary.json").read_text())
     health = summary["site_health"]["uva"]
@@ -130,7 +164,7 @@ def test_a_site_given_up_is_probed_cancels_its_failed_jobs_and_is_used_again(
                               f"--name={','.join(names)}"], check=True).stdout.splitlines()
     states = dict(line.split("|", 1) for line in acct if line.strip())
     print(f"\ngiven up: rc {rc}, stopped {summary['stopped']}, uva {json.dumps(health)}, "
-          f"failed {failed}, their Slurm jobs {states}, jobs "
+          f"failed {failed}, their Slurm jobs {states}, vu's finish file {noted}, jobs "
           f"{[(j, r['cluster'], r['state'], r['start'], r['end']) for j, r in rows.items()]}")
     assert began.is_set() and ended.is_set()
     assert rc == 5 and summary["stopped"] == "done"  # ended by its jobs, failures listed

@@ -64,6 +64,11 @@ def test_a_site_without_host_runs_locally() -> None:
     assert config.sites[0].ssh is None
 
 
+def test_a_finish_file_is_a_sites_option_none_by_default() -> None:
+    config = parse_config({"clusters": {"a": {"finish_file": "/home/malleable/end"}, "b": {}}})
+    assert [s.finish_file for s in config.sites] == ["/home/malleable/end", None]
+
+
 def test_a_host_in_the_ssh_defaults_applies_to_every_site() -> None:
     data = {"ssh": {"host": "h", "user": "u", "key": "/k", "known_hosts": "/kh"},
             "clusters": {"a": {"port": 2201}}}
@@ -86,6 +91,8 @@ def test_a_host_in_the_ssh_defaults_applies_to_every_site() -> None:
     ("[clusters.vu]\npartition = ''\n", "clusters.vu.partition: must be a non-empty string"),
     ("clusters = 3\n", "clusters: must be a table"),
     ("[clusters.vu]\nkind = 'pbs'\n", "clusters.vu.kind: unknown kind 'pbs'; valid: slurm, oar"),
+    ("[clusters.vu]\nfinish_file = 'end'\n", "clusters.vu.finish_file: 'end' is not an absolute"),
+    ("[clusters.vu]\nfinish_file = 1\n", "clusters.vu.finish_file: must be a non-empty string"),
     ("[sites\n", "not valid TOML"),
 ])
 def test_bad_input_names_the_file_and_the_key(tmp_path: Path, text: str, message: str) -> None:

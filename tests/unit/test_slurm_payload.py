@@ -38,6 +38,8 @@ def test_times_follow_the_application_model() -> None:
 def test_bad_payload_settings() -> None:
     with pytest.raises(ValueError, match="time_scale"):
         Payload(time_scale=0)
+    with pytest.raises(ValueError, match="finish_file must be an absolute path"):
+        Payload(finish_file="end")
 
 
 def _run(tmp_path: Path, script: str, size_file: Path) -> subprocess.Popen[str]:
@@ -119,3 +121,42 @@ def test_any_job_id_gives_a_script_that_compiles(job_id: str) -> None:
     for script in (Payload().script(spec), OarPayload().script(spec)):
         module = compile(script, "payload", "exec")
         assert job_id in str(module.co_consts[0])  # the docstring names the job
+
+
+def test_a_finish_file_ends_the_work_left_at_the_next_tick(tmp_path: Path) -> None:
+    # ft: 4.8 s at 2 nodes, 3.0 s at 8. Resized to 8 after 0.3 s, the file appears after
+    # 0.6 s: the script ends at the next tick, exit 0, sooner than the work left at 8 nodes
+    # would allow, with its size kept.
+    finish = tmp_path / "finish"
+    payload = Payload(time_scale=0.04, tick=0.05, finish_file=str(finish))
+    size = tmp_path / "size"
+    size.write_text("2")
+    child = _run(tmp_path, payload.script(_spec()), size)
+    assert child.stdout is not None
+    assert child.stdout.readline().split()[0] == "start"
+    threading.Timer(0.3, lambda: size.write_text("8")).start()
+    written: list[float] = []
+    timer = threading.Timer(0.6, lambda: (finish.write_text(""), written.append(time.monotonic())))
+    timer.start()
+    lines = _timed_lines(child)
+    assert child.returncode == 0
+    assert [words[0] for _, words in lines] == ["resized", "finish", "end"]
+    assert lines[-1][1] == ["end", "42", "nodes", "8"]
+    words = lines[1][1]
+    assert words[:3] == ["finish", "file", str(finish)]
+    done = float(words[-1])  # the work done when the file was found
+    assert 0 < done < 1
+    assert lines[-1][0] - written[0] < (1 - done) * AT_8
+
+
+def test_without_the_finish_file_the_work_runs_to_its_end(tmp_path: Path) -> None:
+    # A finish file that never appears (and one of another job's site) changes nothing.
+    payload = Payload(time_scale=0.01, tick=0.05, finish_file=str(tmp_path / "absent"))
+    size = tmp_path / "size"
+    size.write_text("8")
+    began = time.monotonic()
+    child = _run(tmp_path, payload.script(_spec()), size)
+    lines = _timed_lines(child)
+    assert child.returncode == 0
+    assert [words[0] for _, words in lines] == ["start", "end"]
+    assert time.monotonic() - began >= 75 * 0.01  # ft at 8 nodes: 75 model s

@@ -1,6 +1,9 @@
 """The part of the payload script every adapter's managed jobs run alike: one unit of
 work done at the speed of the job's current size (``TIMES``: seconds at each size), the
-size read again every ``TICK`` seconds by the adapter's own ``size(last)``.
+size read again every ``TICK`` seconds by the adapter's own ``size(last)``. When ``FINISH``
+(a path on the node, or ``""`` for none) exists at a tick, the work left counts as done: the
+script says so and ends as usual (exit 0). That is the site's ``finish_file`` (docs/slurm.md),
+for tests that have checked all they need while the job still runs.
 
 Script text, not code of this package: a payload template is ``HEAD + SECONDS +
 "n = size(...)" + LOOP`` (no braces here, so the template can be ``str.format``-ed).
@@ -33,6 +36,9 @@ while done < 1.0:
     if m != n:
         print("resized", n, "->", m, "done", round(done, 4), flush=True)
         n = m
+    if FINISH and os.path.exists(FINISH):
+        print("finish file", FINISH, "done", round(done, 4), flush=True)
+        break
 print("end", JOB, "nodes", n, flush=True)
 sys.exit(0)
 '''

@@ -28,6 +28,7 @@ import json, os, sys, time
 
 TIMES = {{int(k): v for k, v in json.loads({times!r}).items()}}
 TICK = {tick!r}
+FINISH = {finish!r}
 SIZE_FILE = os.path.splitext(os.path.abspath(__file__))[0] + ".size"
 JOB = os.environ.get("OAR_JOB_ID", "")
 
@@ -65,20 +66,24 @@ def hms(seconds: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class OarPayload:
-    """Scaled like the Slurm payload (see :class:`~malleable.adapters.slurm.payload.Payload`)."""
+    """Scaled like the Slurm payload, and ended by ``finish_file`` the same way (see
+    :class:`~malleable.adapters.slurm.payload.Payload`)."""
 
     time_scale: float = 1.0
     speed: float = 1.0
     tick: float = 0.5
     catalog: AppCatalog = field(default_factory=standard_catalog, repr=False, compare=False)
+    finish_file: str | None = None
 
     def _slurm(self) -> SlurmPayload:
-        return SlurmPayload(self.time_scale, self.speed, self.tick, self.catalog)
+        return SlurmPayload(self.time_scale, self.speed, self.tick, self.catalog,
+                            self.finish_file)
 
     def script(self, spec: JobSpec) -> str:
         """The base job's script (it reads its size from ``SCRIPT.size``)."""
         times = json.dumps({str(n): round(t, 6) for n, t in self._slurm().times(spec).items()})
-        return _TEMPLATE.format(job_id=work.docstring_id(spec.id), times=times, tick=self.tick)
+        return _TEMPLATE.format(job_id=work.docstring_id(spec.id), times=times, tick=self.tick,
+                                finish=self.finish_file or "")
 
     def walltime(self, spec: JobSpec) -> str:
         """OAR's ``walltime=H:MM:SS``: as generous as the Slurm time limit."""
