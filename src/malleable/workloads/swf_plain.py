@@ -104,6 +104,18 @@ def read_table(path: Path, catalog: AppCatalog, bounds: Mapping[int, Sequence[Li
     return table, state.skipped, state.header
 
 
+def _distinct(values: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+    """The distinct values, sorted, flattened: :func:`numpy.unique` without its import of
+    numpy.ma at its first call (7 ms, a plain file's read needs none of it)."""
+    ordered = np.sort(values, axis=None)
+    if ordered.size < 2:
+        return ordered
+    first = np.empty(ordered.size, dtype=bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    return ordered[first]
+
+
 def _apps(state: _State) -> dict[int, tuple[str, SizeRule]]:
     """The application of each number of field 23 (-1: ``fixed``), with its size rule."""
     names = {-1: "fixed", **state.apps}
@@ -146,7 +158,7 @@ class JobTable:
                  ) -> None:
         self._rows = rows  # one row a job: the columns of _COLUMNS
         self._apps = apps
-        codes = np.unique(rows[:, 5:7].astype(np.int64)).tolist()
+        codes = _distinct(rows[:, 5:7].astype(np.int64)).tolist()
         self._names = {code: str(code) if code >= 0 else "" for code in codes}
 
     @property
@@ -160,7 +172,7 @@ class JobTable:
     def unique(self) -> bool:
         """Whether no job number appears twice."""
         numbers = self._rows[:, 0]
-        return bool(np.unique(numbers).size == numbers.size)
+        return bool(_distinct(numbers).size == numbers.size)
 
     def in_submit_order(self) -> JobTable:
         """The same jobs sorted by submit time, the file's order kept among equal times
