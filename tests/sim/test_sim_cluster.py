@@ -106,3 +106,28 @@ def test_a_view_never_changes_after_starts_ends_and_resizes() -> None:
     assert [list(r) for r in running[7:]] == [["g0", "g2", "g4", "g5"],
                                               ["g0", "g2", "g4", "g5", "g6"]]
     assert views[7].idle == 32 and views[8].idle == 26
+
+
+def test_a_view_never_changes_when_the_cluster_remakes_its_table() -> None:
+    """Once the ended jobs' deleted slots may reach a third of the table, the cluster writes
+    a new, compact table and the view keeps the old one: both earlier and later views stay
+    as they were (issue 17, docs/notes/issue-17-speed13.md)."""
+    engine = Engine()
+    c = SimCluster("c", 40, engine)
+    for i in range(8):
+        c.start(_gadget(f"g{i}"), 2)
+    before = c.observe()
+    for i in range(5):  # 5 deleted of 8: the table is remade at the next view
+        c.cancel(f"g{i}")
+    remade = c.observe()
+    c.start(_gadget("h"), 2)
+    c.cancel("g5")
+    after = c.observe()
+    c.cancel("g6")
+    c.offer_grow("h", 2)
+    last = c.observe()
+    assert list(before.running) == [f"g{i}" for i in range(8)]
+    assert list(remade.running) == ["g5", "g6", "g7"]
+    assert list(after.running) == ["g6", "g7", "h"]
+    assert {j: v.size for j, v in last.running.items()} == {"g7": 2, "h": 4}
+    assert after.running["h"].size == 2 and remade.idle == 34 and last.idle == 34
