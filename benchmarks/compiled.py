@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def build(dest: Path) -> Path:
     """Build the compiled wheel into ``dest``; the copy of the checkout that runs it."""
     tree, wheels = dest / "tree", dest / "wheel"
-    _copy_checkout(dest, tree)
+    shutil.rmtree(dest, ignore_errors=True)
+    _copy_checkout(tree)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
                     "--no-build-isolation", "-w", str(wheels), "."], cwd=tree, check=True,
                    env={**os.environ, "MALLEABLE_COMPILE": "1"})
@@ -59,10 +60,8 @@ def source(dest: Path) -> Path:
     return dest / "src"
 
 
-def _copy_checkout(dest: Path, tree: Path) -> None:
-    """``dest`` emptied, then the files git knows of (tracked, or new and not ignored)
-    copied into ``tree``."""
-    shutil.rmtree(dest, ignore_errors=True)
+def _copy_checkout(tree: Path) -> None:
+    """The files git knows of (tracked, or new and not ignored) copied into ``tree``."""
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
                              "--exclude-standard"], cwd=ROOT, check=True,
                             capture_output=True).stdout.decode().split("\0")
