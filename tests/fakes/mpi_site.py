@@ -101,7 +101,7 @@ class FakeSite:
         """The application at its next reconfiguration point."""
         if not self.answers:
             return
-        ch = "/tmp/malleable-run/7/ch"
+        ch = ".malleable/run/7/ch"
         target = offer["target"]
         if target > self.app_size:
             new = self.rule.largest_fit(min(target, len(offer["hosts"])))

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from malleable.adapters.shell import Result
 from tests.fakes.slurm import FakeJob, FakeSlurm
 
-RUN = "/tmp/malleable-run"
+RUN = ".malleable/run"
 _NODES = re.compile(rf"^{RUN}/(\d+)/nodes$")
 _OFFER = re.compile(rf"^{RUN}/(\d+)/ch/offer\.json$")
 

@@ -299,9 +299,11 @@ def test_alices_jacobi_is_grown_through_the_channel_and_bob_cannot_answer(
     # bob runs an agent for alice's job: his MUNGE credential says bob: refused, logged
     refused = (rf"event=channel_refused site=vu slurm_id={grown} peer=\S+ user=bob "
                rf"reason=.bob is not the owner of job {grown} \(alice\)")
-    run_until(tb, "vu", "bob", ["python3", "-m", "malleable.site.agent", "--service",
+    run_until(tb, "vu", "bob", ["sh", "-c", 'install -d -m 700 "$HOME/.malleable" '
+                                '"$HOME/.malleable/x" && exec "$@"', "sh",
+                                "python3", "-m", "malleable.site.agent", "--service",
                                 CHANNEL, "--site", "vu", "--job", grown, "--run-dir",
-                                "/tmp/malleable-bob/x", "--program", "jacobi.py"],
+                                "/home/bob/.malleable/x", "--program", "jacobi.py"],
               lambda: re.search(refused, serve.text()) is not None, 40, "bob refused")
     assert re.search(refused, serve.text())
 

@@ -18,7 +18,7 @@ from malleable.adapters.shell import Result
 from malleable.errors import ExternalError
 from malleable.model import SizeRule
 from malleable.runner.job import MpiJob, parse_fields
-from malleable.runner.launch import Launch, batch_script, stage_command
+from malleable.runner.launch import Launch, batch_script, private_remote_line, stage_command
 from malleable.runner.nodes import NodeShell
 from tests.fakes.mpi_site import FakeCtl, FakeResizer, FakeSite
 
@@ -37,7 +37,7 @@ def started_job(site: FakeSite, sleep: Callable[[float], None] = lambda s: None,
                 **options: Any) -> tuple[MpiJob, FakeCtl]:
     """A job whose batch script has listed its nodes, seen started by the runner."""
     job = new_job(site, sleep, **options)
-    site.files[("c0", "/tmp/malleable-run/7/nodes")] = "n1 c0\nn2 c0\n"
+    site.files[("c0", ".malleable/run/7/nodes")] = "n1 c0\nn2 c0\n"
     job.wait_started(5)
     return job, job.ctl  # type: ignore[return-value]
 
@@ -63,12 +63,29 @@ def _stage_locally(tmp_path: Path, stage: str) -> str:
     fake.write_text('#!/bin/sh\nexec sh -c "$4"\n')  # ssh -o BatchMode=yes NODE COMMAND
     fake.chmod(0o755)
     run_dir = tmp_path / "run"
-    run_dir.mkdir(exist_ok=True)
+    run_dir.mkdir(mode=0o700, exist_ok=True)
     (run_dir / "app.py").write_text("print('the whole program')\n")
-    script = f'D={shlex.quote(str(run_dir))}; n=n1\n{stage}\n'
-    subprocess.run(["bash", "-c", script], check=True, timeout=30,
+    script = f'{private_remote_line()}D={shlex.quote(str(run_dir))}; n=n1\n{stage}\n'
+    subprocess.run(["bash", "-c", script], check=True, timeout=30, capture_output=True,
                    env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
     return (run_dir / "app.py").read_text()
+
+
+def test_staging_refuses_a_run_directory_another_user_could_control(tmp_path: Path) -> None:
+    """A symbolic link where the run directory goes, or a parent others may write (a
+    squatter's ``/tmp`` directory): the copy is refused with one line, nothing written."""
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o700)
+    (tmp_path / "run").symlink_to(target)
+    with pytest.raises(subprocess.CalledProcessError) as caught:
+        _stage_locally(tmp_path, stage_command("app.py"))
+    assert b"is a symbolic link" in caught.value.stderr
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(subprocess.CalledProcessError) as caught:
+        _stage_locally(shared, stage_command("app.py"))
+    assert b"is writable by others" in caught.value.stderr
 
 
 def test_staging_onto_the_batch_host_itself_keeps_the_program(tmp_path: Path) -> None:
@@ -109,9 +126,9 @@ def test_grow_allocates_first_then_offers_hosts_in_rank_order() -> None:
     job, _ = started_job(site)
     change = job.grow(2)
     assert (change.before, change.after, change.nodes_after, change.error) == (2, 4, 4, "")
-    offer = json.loads(site.files[("c0", "/tmp/malleable-run/7/ch/offer.json")])
+    offer = json.loads(site.files[("c0", ".malleable/run/7/ch/offer.json")])
     assert offer["hosts"] == ["c0", "c0", "c1", "c1"] and offer["target"] == 4
-    assert ("c1", "/tmp/malleable-run/7/app.py") in site.files  # program staged on new nodes
+    assert ("c1", ".malleable/run/7/app.py") in site.files  # program staged on new nodes
     assert job.nodes[2:] == [("n3", "c1"), ("n4", "c1")]
 
 
@@ -191,10 +208,10 @@ def test_a_job_that_ends_while_it_is_shrunk_has_nothing_left_to_give_back() -> N
 def test_unanswered_offer_is_withdrawn_and_a_mandatory_shrink_reports_failure() -> None:
     site = FakeSite(answers=False)
     job, _ = started_job(site, answer_timeout=0.05)
-    site.files[("c0", "/tmp/malleable-run/7/ch/answer-2.json")] = '{"accepted": 2}'
+    site.files[("c0", ".malleable/run/7/ch/answer-2.json")] = '{"accepted": 2}'
     change = job.shrink(1, mandatory=True)
     assert change.after == 2 and "declined a mandatory shrink" in change.error
-    withdrawal = json.loads(site.files[("c0", "/tmp/malleable-run/7/ch/offer.json")])
+    withdrawal = json.loads(site.files[("c0", ".malleable/run/7/ch/offer.json")])
     assert withdrawal == {"seq": 2, "target": 2, "hosts": ["c0", "c0"], "mandatory": False}
 
 
@@ -202,7 +219,7 @@ def test_a_slow_controller_while_an_offer_waits_is_not_taken_for_the_job_ending(
     """scontrol timing out under load made the runner give up a shrink offer at once and
     overwrite it with its withdrawal: the application never saw the shrink (issue 12)."""
     site = FakeSite(answers=False)
-    offer = ("c0", "/tmp/malleable-run/7/ch/offer.json")
+    offer = ("c0", ".malleable/run/7/ch/offer.json")
 
     def app_answers_later(seconds: float) -> None:
         if not site.answers and offer in site.files:
@@ -233,13 +250,13 @@ def test_cancel_ends_the_job_and_its_helper_allocations() -> None:
 def test_requests_events_result_and_exit_code_come_from_the_channel() -> None:
     site = FakeSite()
     job, _ = started_job(site)
-    ch = "/tmp/malleable-run/7/ch"
+    ch = ".malleable/run/7/ch"
     site.files[("c0", f"{ch}/request-1.json")] = '{"n": 1, "target": 4}'
     assert [r["target"] for r in job.requests()] == [4]
     assert job.requests() == []
     site.files[("c0", f"{ch}/events.jsonl")] = '{"event": "start", "size": 2}\n'
     assert job.events() == [{"event": "start", "size": 2}]
-    site.files[("c0", "/tmp/malleable-run/7/result.json")] = '{"checksum": 1.5}'
+    site.files[("c0", ".malleable/run/7/result.json")] = '{"checksum": 1.5}'
     site.files[("c0", f"{ch}/exit")] = "0\n"
     assert job.result() == {"checksum": 1.5} and job.wait_finished(1) == 0
 
@@ -256,7 +273,7 @@ def test_a_job_that_fails_before_starting_is_reported() -> None:
 def test_a_program_done_while_mpirun_lingers_is_taken_as_finished() -> None:
     site = FakeSite()
     job, _ = started_job(site, linger=0.0)
-    site.files[("c0", "/tmp/malleable-run/7/result.json")] = '{"checksum": 1.0}'
+    site.files[("c0", ".malleable/run/7/result.json")] = '{"checksum": 1.0}'
     assert job.wait_finished(5) == 0
     assert site.cancelled == [7, 8]
 
@@ -295,7 +312,7 @@ def test_a_read_that_times_out_is_not_there_yet() -> None:
 def test_describe_says_the_state_the_progress_and_what_mpirun_left() -> None:
     site = FakeSite()
     job, _ = started_job(site)
-    ch = "/tmp/malleable-run/7/ch"
+    ch = ".malleable/run/7/ch"
     site.files[("c0", f"{ch}/progress.json")] = '{"iteration": 3, "size": 2}'
     site.files[("c0", f"{ch}/mpirun_rc")] = "1\n"
     site.files[("c0", f"{ch}/exit")] = "1\n"

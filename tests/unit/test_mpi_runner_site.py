@@ -79,7 +79,7 @@ class FakeCluster:
 
 def make_site() -> tuple[MpiSite, FakeSite, FakeCluster]:
     fake = FakeSite()
-    fake.files[("c0", "/tmp/malleable-run/7/nodes")] = "n1 c0\nn2 c0\n"
+    fake.files[("c0", ".malleable/run/7/nodes")] = "n1 c0\nn2 c0\n"
     cluster = FakeCluster(fake)
     site = MpiSite(cluster, NodeShell(fake), programs)  # type: ignore[arg-type]
     site.start(MPI_SPEC, 2)
@@ -108,7 +108,7 @@ def test_other_jobs_go_to_the_wrapped_cluster() -> None:
 def test_program_requests_shrink_now_or_show_up_as_feedback() -> None:
     site, fake, _ = make_site()
     site.jobs["a"].wait_started(1)
-    ch = "/tmp/malleable-run/7/ch"
+    ch = ".malleable/run/7/ch"
     fake.files[("c0", f"{ch}/request-1.json")] = json.dumps({"n": 1, "target": 5})
     view = site.observe()
     assert view.running["a"].feedback["requested"] == 5.0
@@ -122,7 +122,7 @@ def test_program_requests_shrink_now_or_show_up_as_feedback() -> None:
 def test_a_grow_request_is_capped_at_the_maximum_and_ends_with_its_job() -> None:
     site, fake, _ = make_site()
     site.jobs["a"].wait_started(1)
-    ch = "/tmp/malleable-run/7/ch"
+    ch = ".malleable/run/7/ch"
     fake.files[("c0", f"{ch}/request-1.json")] = json.dumps({"n": 1, "target": 40})
     assert site.observe().running["a"].feedback["requested"] == 6.0  # MPI_SPEC max is 6
     fake.files[("c0", f"{ch}/request-2.json")] = json.dumps({"n": 2, "target": 3})
@@ -135,7 +135,7 @@ def test_a_grow_request_is_capped_at_the_maximum_and_ends_with_its_job() -> None
 def test_observing_notices_a_started_job_and_its_request_without_waiting() -> None:
     site, fake, _ = make_site()
     fake.state = "PENDING"
-    fake.files[("c0", "/tmp/malleable-run/7/ch/request-1.json")] = json.dumps({"n": 1,
+    fake.files[("c0", ".malleable/run/7/ch/request-1.json")] = json.dumps({"n": 1,
                                                                                "target": 4})
     assert "requested" not in site.observe().running["a"].feedback  # not started yet
     assert site.jobs["a"].nodes == []
@@ -154,7 +154,7 @@ def test_a_job_that_failed_before_starting_is_skipped_quietly() -> None:
 def test_cancelling_a_job_drops_its_grow_request() -> None:
     site, fake, _ = make_site()
     site.jobs["a"].wait_started(1)
-    fake.files[("c0", "/tmp/malleable-run/7/ch/request-1.json")] = json.dumps({"n": 1,
+    fake.files[("c0", ".malleable/run/7/ch/request-1.json")] = json.dumps({"n": 1,
                                                                                "target": 4})
     site.observe()
     assert site.requested == {"a": 4}
@@ -192,11 +192,11 @@ def test_run_schedule_resizes_at_phase_starts_and_reads_the_result() -> None:
     job = MpiJob(FakeCtl(fake), NodeShell(fake), Launch("app.py", ""),  # type: ignore[arg-type]
                  resizer=FakeResizer(fake), sleep=lambda s: None, poll=0.0,  # type: ignore[arg-type]
                  rejoin_gap=0.0)
-    ch = "/tmp/malleable-run/7/ch"
-    fake.files[("c0", "/tmp/malleable-run/7/nodes")] = "n1 c0\nn2 c0\n"
+    ch = ".malleable/run/7/ch"
+    fake.files[("c0", ".malleable/run/7/nodes")] = "n1 c0\nn2 c0\n"
     fake.files[("c0", f"{ch}/progress.json")] = '{"iteration": 45}'
     fake.files[("c0", f"{ch}/exit")] = "0"
-    fake.files[("c0", "/tmp/malleable-run/7/result.json")] = json.dumps(
+    fake.files[("c0", ".malleable/run/7/result.json")] = json.dumps(
         {"checksum": 2.5, "phases": [{"size": 2}, {"size": 4}, {"size": 2}]})
     seen: list[int] = []
     run = run_schedule(job, [2, 4, 2], 60, 10, seen.append)

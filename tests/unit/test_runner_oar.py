@@ -19,7 +19,7 @@ LAUNCH = Launch("jacobi.py", "print('hi')\n", ("--iterations", "5"))
 def test_the_script_uses_oars_job_id_and_node_file_and_stages_nothing() -> None:
     script = oar_script(LAUNCH)
     assert "SLURM" not in script and "scontrol" not in script
-    assert 'D=/tmp/malleable-run/$OAR_JOB_ID' in script
+    assert 'D="$HOME"/.malleable/run/$OAR_JOB_ID' in script
     assert '"$OAR_NODEFILE"' in script and 'for n in "$FIRST"' in script
     assert "cat > " not in script  # the shared home is never copied onto itself
     assert script.count("\nmpirun ") == batch_script(LAUNCH).count("\nmpirun ") == 1
@@ -156,4 +156,4 @@ def test_the_run_directories_may_be_a_shell_expression_the_job_expands() -> None
     """``malleable submit --mpi`` does not know the user's home path: the job expands it."""
     script = oar_script(LAUNCH, run_root="$HOME/.malleable/run")
     assert 'D="$HOME/.malleable/run/$OAR_JOB_ID"\n' in script
-    assert "/tmp/malleable-run" not in script
+    assert "/tmp/" not in script and "D=\"$HOME\"/.malleable/run" not in script

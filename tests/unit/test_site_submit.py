@@ -40,7 +40,7 @@ def test_mpi_submits_the_runner_script_with_the_channel_agent(tmp_path: Path) ->
                       service="vu-ctl:7461"), runner, "alice")
     [argv], [script] = runner.calls, runner.inputs
     assert tags.parse(_option(argv, "comment"), "alice").mpi
-    assert script is not None and "D=/tmp/malleable-alice/$SLURM_JOB_ID" in script
+    assert script is not None and "D=\"$HOME\"/.malleable/run/$SLURM_JOB_ID" in script
     agent = next(line for line in script.splitlines() if "malleable.site.agent" in line)
     assert "--service vu-ctl:7461" in agent and '--job "$SLURM_JOB_ID"' in agent
     assert agent.endswith("--program jacobi.py &")

@@ -30,7 +30,9 @@ import base64
 import shlex
 from dataclasses import dataclass, field
 
-RUN_ROOT = "/tmp/malleable-run"
+from malleable.runner.private import PRIVATE_SH, RUN_ROOT
+
+__all__ = ["RUN_ROOT", "Launch", "batch_script", "run_dir_line", "stage_command"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +46,9 @@ class Launch:
     interface: str | None = "eth0"
     btl: str = "tcp,self"
     workdir: str = RUN_ROOT
+    """The directory of the run directories: relative (the default, ``.malleable/run``)
+    means in the user's home on every host; never a world-writable directory such as
+    ``/tmp`` (its parent must not be writable by others: the job refuses to run)."""
     mca: tuple[tuple[str, str], ...] = field(default=())
     agent: str = ""
     """Shell text run in the background before mpirun (the site service's channel
@@ -72,8 +77,9 @@ class Launch:
 _TEMPLATE = r"""#!/bin/bash
 # malleable runner: {program} under mpirun, resizable through $D/ch
 set -u
-D={workdir}/$SLURM_JOB_ID
-mkdir -p "$D/ch"
+umask 077
+{private}{rundir}
+private_chain "$D" && private "$D/ch" || exit 95
 base64 -d > "$D/{program}" <<'MALLEABLE_PROGRAM_END'
 {payload}
 MALLEABLE_PROGRAM_END
@@ -99,6 +105,13 @@ echo "$rc" > "$D/ch/exit"
 """
 
 
+def run_dir_line(workdir: str, job_var: str = "$SLURM_JOB_ID") -> str:
+    """The batch script's ``D=...`` line: a relative ``workdir`` is in ``$HOME``."""
+    if workdir.startswith("/"):
+        return f"D={shlex.quote(workdir)}/{job_var}"
+    return f'D="$HOME"/{shlex.quote(workdir)}/{job_var}'
+
+
 def stage_command(program: str) -> str:
     """The batch script's copy of the program to node ``$n``, which answers its host name.
 
@@ -109,8 +122,21 @@ def stage_command(program: str) -> str:
     over the program; the reading side keeps the old file open to its end.
     """
     part = f"$D/.{program}.part"
-    return (f'h=$(ssh -o BatchMode=yes "$n" "mkdir -p \'$D\' && cat > \'{part}\' && '
-            f'mv \'{part}\' \'$D/{program}\' && hostname" \\\n      < "$D/{program}")')
+    return (f'h=$(ssh -o BatchMode=yes "$n" "$PRIVATE_REMOTE \'$D\' && umask 077 && '
+            f'cat > \'{part}\' && mv \'{part}\' \'$D/{program}\' && hostname" \\\n'
+            f'      < "$D/{program}")')
+
+
+#: The remote side of staging: the same checks as the batch host's on the node's run
+#: directory (``sh -c`` of :data:`PRIVATE_SH` with the chain; the directory follows).
+_REMOTE_CHECK = PRIVATE_SH + 'private_chain "$1" && private "$1/ch"'
+
+
+
+def private_remote_line() -> str:
+    """The batch script's ``PRIVATE_REMOTE=...`` line: the command :func:`stage_command`
+    runs on a node before it writes there (the run directory's checks)."""
+    return "PRIVATE_REMOTE=" + shlex.quote(shlex.join(["sh", "-c", _REMOTE_CHECK, "sh"])) + "\n"
 
 
 def batch_script(launch: Launch) -> str:
@@ -121,7 +147,10 @@ def batch_script(launch: Launch) -> str:
     if launch.keep_result:
         after += ('[ -s "$D/result.json" ] && cp "$D/result.json" '
                   '"${SLURM_SUBMIT_DIR:-$HOME}/malleable-$SLURM_JOB_ID.result.json"\n')
-    return _TEMPLATE.format(agent=agent, after=after, workdir=shlex.quote(launch.workdir),
+    private = PRIVATE_SH + private_remote_line()
+    return _TEMPLATE.format(agent=agent, after=after, private=private,
+                            rundir=run_dir_line(launch.workdir),
+
                             stage=stage_command(launch.program),
                             program=launch.program,
                             payload=payload, options=shlex.join(launch.mpirun_options()),

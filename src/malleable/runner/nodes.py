@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from malleable.adapters.shell import CommandRunner, CommandTimeout, Result
+from malleable.runner.private import WRITE_PRIVATE
 
 logger = logging.getLogger(__name__)
 
-_WRITE = 'mkdir -p "$(dirname "$1")" && cat > "$1.tmp.$$" && mv "$1.tmp.$$" "$1"'
+#: A file written on a node: its directory made or checked private first.
+_WRITE = WRITE_PRIVATE
 
 
 @dataclass

@@ -38,7 +38,7 @@ from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.errors import ExternalError
 from malleable.model import JobState
 from malleable.runner.job import MpiJob
-from malleable.runner.launch import Launch, batch_script, stage_command
+from malleable.runner.launch import Launch, batch_script, run_dir_line, stage_command
 from malleable.runner.nodes import _WRITE, NodeShell
 
 logger = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ def oar_script(launch: Launch, run_root: str | None = None) -> str:
     ``workdir`` (``malleable submit --mpi`` does not know the user's home path)."""
     script = batch_script(launch)
     stage = stage_command(launch.program)
-    run_dir = f"D={shlex.quote(launch.workdir)}/$SLURM_JOB_ID\n"
+    run_dir = run_dir_line(launch.workdir) + "\n"
     if _SLURM_NODES not in script or stage not in script or run_dir not in script:
         raise ValueError("the runner's batch script has no node loop to adapt for OAR")
     if run_root is not None:

@@ -21,6 +21,10 @@ service names, and ``stage`` only asks the node its host name (the program is al
 there). An OAR job of ``malleable submit --mpi`` (``--oar --program P``) keeps the
 runner's own ``nodes`` file: the agent does not write the size files then.
 
+The run directory must be private to the user (:func:`~malleable.runner.private.check_private`:
+owned by the user, mode 0700, not a symbolic link, its parent writable by no one else),
+checked at start, and every file written on a node goes to a directory made or checked
+the same way there; otherwise the agent refuses (one line, exit 2).
 Paths outside the run directory are refused, so the service can never make the agent
 touch anything else of the user's. When the connection drops (the service restarted),
 the agent connects again and authenticates anew. It ends when the run does (the
@@ -41,13 +45,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from malleable.runner.private import WRITE_PRIVATE, NotPrivate, check_private
 from malleable.site.oaragent import OarOps, start_files
 
 logger = logging.getLogger("malleable.site.agent")
 
 MAX_LINE = 1 << 20
 """Longest message either side accepts (bytes)."""
-_WRITE = 'mkdir -p "$(dirname "$1")" && cat > "$1.tmp.$$" && mv "$1.tmp.$$" "$1"'
+_WRITE = WRITE_PRIVATE
 
 
 def payload(site: str, job: int, nonce: str) -> str:
@@ -235,7 +240,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = parser_of()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="malleable-agent: %(message)s")
-    serve(build(args), parse_address(args.service), args.site, args.job)
+    try:
+        agent = build(args)
+        check_private(agent.run_dir)
+    except NotPrivate as exc:
+        logger.error("refused: the run directory is not private: %s", exc)
+        return 2
+    serve(agent, parse_address(args.service), args.site, args.job)
     return 0
 
 

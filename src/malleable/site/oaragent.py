@@ -32,6 +32,7 @@ from malleable.adapters.oar.ctl import OarCtl
 from malleable.adapters.oar.payload import OarPayload, hms
 from malleable.adapters.shell import LocalRunner
 from malleable.errors import ExternalError
+from malleable.runner.private import make_private
 
 #: What an extension job's name starts with; the base job's OAR id follows.
 EXTENSION_PREFIX = "malleable+"
@@ -127,11 +128,11 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def start_files(run_dir: str, nodefile: str | None = None) -> list[str]:
-    """Make the run directory and write its ``nodes`` and ``size`` files from the base job's
+    """Make the run directory (private: :func:`~malleable.runner.private.make_private`,
+    :class:`~malleable.runner.private.NotPrivate` otherwise) and write its ``nodes`` and ``size`` files from the base job's
     own nodes (before the service has said anything); the nodes."""
     nodes = own_nodes(nodefile)
-    folder = Path(run_dir)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = Path(make_private(run_dir))
     listing, size = size_text(nodes)
     write_atomic(folder / "nodes", listing)
     write_atomic(folder / "size", size)

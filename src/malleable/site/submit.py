@@ -14,7 +14,8 @@ The batch script runs the command with its arguments quoted (never through a she
 string built from them). With ``--mpi`` the command is a ``malleable.mpi`` Python
 program and its arguments: the batch script is the runner's
 (:mod:`malleable.runner.launch`: the program under ``mpirun`` with its file channel in
-``/tmp/malleable-USER/JOBID/ch`` on the batch host) plus the channel agent
+``~/.malleable/run/JOBID/ch``, a private directory made and checked on the batch host and
+on every node the job is staged to, :mod:`malleable.runner.private`) plus the channel agent
 (:mod:`malleable.site.agent`), which connects to the service (``--service HOST:PORT``)
 and relays its offers. Everything is checked before anything is submitted.
 
@@ -51,6 +52,7 @@ from malleable.adapters.slurm.parse import ParseError, parse_sbatch
 from malleable.errors import ExternalError, InputError
 from malleable.runner.launch import Launch, batch_script
 from malleable.runner.oar import oar_script
+from malleable.runner.private import PRIVATE_SH
 from malleable.site import tag as tags
 from malleable.site.agent import parse_address
 
@@ -157,12 +159,11 @@ def _check_mpi(sub: Submission) -> None:
 def mpi_script(sub: Submission, user: str) -> str:
     """The runner's batch script with the channel agent (``--mpi``)."""
     path = Path(sub.command[0])
-    workdir = f"/tmp/malleable-{user}"
-    agent = ("umask 077; python3 -m malleable.site.agent --service "
+    agent = ("python3 -m malleable.site.agent --service "
              f"{shlex.quote(str(sub.service))} --site \"$SLURM_CLUSTER_NAME\" "
              f"--job \"$SLURM_JOB_ID\" --run-dir \"$D\" --program {shlex.quote(path.name)}")
     launch = Launch(path.name, path.read_text(), tuple(sub.command[1:]),
-                    interface=sub.interface, workdir=workdir, agent=agent, keep_result=True)
+                    interface=sub.interface, agent=agent, keep_result=True)
     return batch_script(launch)
 
 
@@ -268,8 +269,9 @@ def oarsub_options(sub: Submission, name: str) -> list[str]:
 #: the site and the user's command as arguments): the run directory, the agent (it writes
 #: the ``size`` and ``nodes`` files first: the command starts once ``size`` exists, 10 s at
 #: most), the command, then the agent stopped and the command's exit code kept.
-_OAR_AGENT = (
-    'D="$HOME/.malleable/oar-run/$OAR_JOB_ID"; s=$1; t=$2; shift 2; mkdir -p "$D"; '
+_OAR_AGENT = PRIVATE_SH + (
+    'D="$HOME/.malleable/oar-run/$OAR_JOB_ID"; s=$1; t=$2; shift 2; '
+    'private_chain "$D" || exit 95; '
     'export MALLEABLE_RUN_DIR="$D"; '
     'python3 -m malleable.site.agent --oar --service "$s" --site "$t" --job "$OAR_JOB_ID" '
     '--run-dir "$D" >>"$D/agent.log" 2>&1 & a=$!; i=0; '

@@ -111,7 +111,9 @@ class SlurmCluster:
     speed: float = 1.0
     journal: SiteJournal | None = None
     resizer: Resizer | None = None
-    output: str = "/tmp/malleable-%j.out"
+    output: str = "malleable-%j.out"
+    """The jobs' output (``sbatch --output``): relative, in the submitting account's working
+    directory (its home over SSH), never a predictable path of a shared ``/tmp``."""
     capabilities: frozenset[Capability] = frozenset({Capability.SHRINK, Capability.EXPAND})
     resizes: list[ResizeResult] = field(default_factory=list)
     last_view: ClusterView | None = None
