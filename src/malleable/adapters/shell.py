@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import select
+import selectors
 import shlex
 import signal
 import subprocess
@@ -344,14 +344,16 @@ def _collect(channel: paramiko.Channel, deadline: float) -> tuple[str, str]:
     def text() -> tuple[str, str]:
         return (b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace"))
 
-    while True:
-        drain()
-        if channel.eof_received:
-            break
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise _Overrun(*text())
-        select.select([channel], [], [], min(remaining, 1.0))
+    with selectors.DefaultSelector() as ready:  # any descriptor number (not select.select)
+        ready.register(channel, selectors.EVENT_READ)
+        while True:
+            drain()
+            if channel.eof_received:
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _Overrun(*text())
+            ready.select(min(remaining, 1.0))
     drain()
     if not channel.status_event.wait(max(0.0, deadline - time.monotonic())):
         raise _Overrun(*text())

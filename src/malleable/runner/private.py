@@ -29,15 +29,16 @@ RUN_ROOT = ".malleable/run"
 #: ``private_chain DIR`` does so for each directory from ``$HOME`` down to ``DIR`` (a
 #: ``DIR`` outside the home: ``DIR`` alone, whose parent must then be private enough).
 #: POSIX sh, GNU ``stat`` (Debian's coreutils).
-PRIVATE_SH = r"""private() {
-  [ -L "$1" ] && { echo "malleable: refused: $1 is a symbolic link" >&2; return 1; }
+PRIVATE_SH = r"""refuse() { echo "malleable: refused: $*" >&2; return 1; }
+private() {
+  [ -L "$1" ] && { refuse "$1 is a symbolic link"; return 1; }
   mkdir -m 700 "$1" 2>/dev/null
-  [ -d "$1" ] && [ ! -L "$1" ] || { echo "malleable: refused: cannot make directory $1" >&2; return 1; }
+  [ -d "$1" ] && [ ! -L "$1" ] || { refuse "cannot make directory $1"; return 1; }
   p=$(dirname "$1"); me=$(id -u)
   set -- "$1" $(stat -c "%u %a" "$1") $(stat -c "%u %a" "$p")
-  [ "$2" = "$me" ] || { echo "malleable: refused: $1 is owned by uid $2, not by $me" >&2; return 1; }
-  [ "$4" = "$me" ] || [ "$4" = 0 ] || { echo "malleable: refused: $p is owned by uid $4" >&2; return 1; }
-  [ $((0$5 & 18)) -eq 0 ] || { echo "malleable: refused: $p is writable by others (mode $5)" >&2; return 1; }
+  [ "$2" = "$me" ] || { refuse "$1 is owned by uid $2, not by $me"; return 1; }
+  [ "$4" = "$me" ] || [ "$4" = 0 ] || { refuse "$p is owned by uid $4"; return 1; }
+  [ $((0$5 & 18)) -eq 0 ] || { refuse "$p is writable by others (mode $5)"; return 1; }
   [ "$3" = 700 ] || chmod 700 "$1" || return 1
 }
 private_chain() {

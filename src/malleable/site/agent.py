@@ -81,6 +81,11 @@ class LineReader:
                 return None
             self.buffer += chunk
         line, _, self.buffer = self.buffer.partition(b"\n")
+        return self.decode(line)
+
+    @staticmethod
+    def decode(line: bytes) -> dict[str, Any]:
+        """One message's line as an object; ValueError if it is not a JSON object."""
         data = json.loads(line)
         if not isinstance(data, dict):
             raise ValueError("a message must be a JSON object")

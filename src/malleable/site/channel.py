@@ -21,9 +21,14 @@ Nothing is shared between the user and the service but this socket: no directory
 key, no token kept anywhere. Bob can connect and claim alice's job, but his credential
 says ``bob``: refused. See docs/site.md, "The application channel", for the threat model.
 
-Verification and every request run on the service's main thread (the cycle), so the
-site's command runner is never used from two threads; the accept thread only reads the
-hello and the credential.
+Bounded against a hostile local user (docs/security.md): connections are accepted and
+their handshakes read by one thread with :mod:`selectors`, under caps on connections (in
+all and per address) and a handshake deadline (:mod:`malleable.site.gate`); the job's
+owner is looked up on the service's main thread (the cycle), and ``unmunge`` runs on
+one checking thread fed by a bounded queue, rate-limited per address, so a storm of bad
+credentials never holds up a cycle. Refusals past the first few of a period and dropped
+connections are logged as one summary line per period (``event=channel_dropped``).
+Sessions and their requests stay on the main thread.
 """
 
 from __future__ import annotations
@@ -33,17 +38,20 @@ import errno
 import logging
 import queue
 import re
-import secrets
 import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from malleable.adapters.shell import CommandRunner, Result
 from malleable.runner.nodes import NodeShell
 from malleable.site.agent import LineReader, payload, send
+from malleable.site.gate import Gate, Limits, RateLimit, Registration, Tally
+
+__all__ = ["ChannelError", "ChannelServer", "Decoded", "Limits", "NotNow", "Registration",
+           "RelayShell", "Session", "native_key", "parse_unmunge", "unmunge"]
 
 logger = logging.getLogger(__name__)
 
@@ -135,28 +143,6 @@ class Session:
             self.sock.close()
 
 
-@dataclass
-class Registration:
-    """A connection that said hello and sent a credential, waiting to be verified."""
-
-    hello: dict[str, Any]
-    nonce: str
-    credential: str
-    sock: socket.socket
-    reader: LineReader
-    peer: str
-    since: float = field(default_factory=time.monotonic)
-
-    @property
-    def site(self) -> str:
-        return str(self.hello.get("site", ""))
-
-    @property
-    def job(self) -> int:
-        value = self.hello.get("job")
-        return value if isinstance(value, int) and value > 0 else 0
-
-
 Owner = Callable[[str, int], "tuple[str, bool] | None"]
 """(site, Slurm or OAR id) -> (owner, whether the tagged job runs an agent: ``--mpi`` on
 Slurm, a malleable job on OAR), None if unknown;
@@ -180,14 +166,34 @@ class ChannelServer:
     handshake_timeout: float = 10.0
     patience: float = 120.0
     """Seconds a registration may wait for its site to answer a poll before refusal."""
+    limits: Limits = field(default_factory=Limits)
     sessions: dict[tuple[str, int], Session] = field(default_factory=dict)
     refused: int = 0
     id_key: Callable[[str], str] = native_key
     """site -> the log field of a job's id there (``slurm_id``, ``oar_id``: the service
     sets it from its sites)."""
-    _queue: queue.Queue[Registration] = field(default_factory=queue.Queue)
-    _listener: socket.socket | None = None
-    _thread: threading.Thread | None = None
+    _gate: Gate | None = None
+    _waiting: list[Registration] = field(default_factory=list)
+    _checks: queue.Queue[tuple[Registration, str] | None] | None = None
+    _checked: queue.Queue[tuple[Registration, str, Decoded]] = field(
+        default_factory=queue.Queue)
+    _verify: Verifier | None = None
+    _worker: threading.Thread | None = None
+    _rate: RateLimit | None = None
+    _tally: Tally | None = None
+    _detailed: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.handshake_timeout != self.limits.handshake:
+            self.limits = replace(self.limits, handshake=self.handshake_timeout)
+        self._rate = RateLimit(self.limits.rate, self.limits.burst)
+        self._tally = Tally(self.limits.summary)
+        self._checks = queue.Queue(maxsize=self.limits.queue)
+
+    @property
+    def tally(self) -> Tally:
+        assert self._tally is not None  # made in __post_init__
+        return self._tally
 
     def start(self, patience: float = 15.0) -> tuple[str, int]:
         """Listen (port 0: any free port); the address bound.
@@ -198,87 +204,104 @@ class ChannelServer:
         deadline = time.monotonic() + patience
         while True:
             try:
-                listener = socket.create_server((self.host, self.port))
+                listener = socket.create_server((self.host, self.port), backlog=128)
                 break
             except OSError as exc:
                 if exc.errno != errno.EADDRINUSE or time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
-        listener.settimeout(0.5)
-        self._listener = listener
         self.port = listener.getsockname()[1]
-        self._thread = threading.Thread(target=self._accept, name="channel", daemon=True)
-        self._thread.start()
+        self._gate = Gate(listener, self.limits, self.tally, _tell_refused)
+        self._gate.start()
         logger.info("event=channel_listening address=%s:%d", self.host, self.port)
         return self.host, self.port
 
-    def _accept(self) -> None:
-        while self._listener is not None:
-            try:
-                sock, peer = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=self._handshake, args=(sock, f"{peer[0]}:{peer[1]}"),
-                             daemon=True).start()
-
-    def _handshake(self, sock: socket.socket, peer: str) -> None:
-        reader = LineReader(sock)
-        try:
-            sock.settimeout(self.handshake_timeout)
-            hello = reader.read()
-            if hello is None or hello.get("hello") != 1:
-                raise ValueError(f"not a hello: {hello!r}"[:200])
-            nonce = secrets.token_hex(16)
-            send(sock, {"nonce": nonce})
-            cred = reader.read()
-            if cred is None or not isinstance(cred.get("cred"), str):
-                raise ValueError("no credential")
-        except (OSError, ValueError) as exc:
-            logger.info("event=channel_dropped peer=%s reason=%r", peer, str(exc)[:200])
-            sock.close()
-            return
-        self._queue.put(Registration(hello, nonce, cred["cred"], sock, reader, peer))
+    @property
+    def open_handshakes(self) -> int:
+        """Connections in their handshake now (for tests and the benchmark)."""
+        return len(self._gate.open) if self._gate is not None else 0
 
     def settle(self, owner: Owner, verify: Verifier) -> None:
-        """Verify the registrations waiting (on the caller's thread); drop dead sessions."""
-        later: list[Registration] = []
-        while True:
-            try:
-                reg = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            try:
-                self._verify(reg, owner, verify)
-            except NotNow:
-                if time.monotonic() - reg.since < self.patience:
-                    later.append(reg)
-                else:
-                    self._refuse(reg, Decoded(False, "", "", ""), "its site did not answer")
-        for reg in later:
-            self._queue.put(reg)
+        """On the caller's thread (the cycle): look up the registrations' jobs, hand their
+        credentials to the checking thread (bounded queue, rate-limited per address),
+        open the sessions of those it accepted; drop dead sessions. Never waits for
+        ``unmunge``."""
+        self._verify = verify
+        self._start_worker()
+        fresh: list[Registration] = []
+        if self._gate is not None:
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    fresh.append(self._gate.ready.get_nowait())
+        waiting, self._waiting = [*self._waiting, *fresh], []
+        for reg in waiting:
+            self._look_up(reg, owner)
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self._conclude(*self._checked.get_nowait())
         for key in [k for k, s in self.sessions.items() if s.closed]:
             del self.sessions[key]
+        self.tally.flush()
 
-    def _verify(self, reg: Registration, owner: Owner, verify: Verifier) -> None:
+    def _start_worker(self) -> None:
+        if self._worker is None or not self._worker.is_alive():
+            self._worker = threading.Thread(target=self._work, name="channel-verify",
+                                            daemon=True)
+            self._worker.start()
+
+    def _work(self) -> None:
+        """The checking thread: ``unmunge`` each queued credential, one at a time."""
+        assert self._checks is not None
+        while True:
+            item = self._checks.get()
+            if item is None:
+                return
+            reg, known = item
+            verify = self._verify
+            try:
+                decoded = verify(reg.site, reg.credential) if verify else \
+                    Decoded(False, "", "", "no verifier")
+            except Exception as exc:  # a failed check is a refusal, never the thread's end
+                decoded = Decoded(False, "", "", f"{type(exc).__name__}: {str(exc)[:200]}")
+            self._checked.put((reg, known, decoded))
+
+    def _look_up(self, reg: Registration, owner: Owner) -> None:
         site, job = reg.site, reg.job
-        known = owner(site, job) if job else None
-        reason = ""
-        decoded = Decoded(False, "", "", "")
+        try:
+            known = owner(site, job) if job else None
+        except NotNow:
+            if time.monotonic() - reg.since < self.patience \
+                    and len(self._waiting) < self.limits.queue:
+                self._waiting.append(reg)
+            else:
+                self._refuse(reg, Decoded(False, "", "", ""), "its site did not answer")
+            return
         if known is None:
-            reason = f"no tagged job {job} on site {site!r}"
+            self._refuse(reg, Decoded(False, "", "", ""), f"no tagged job {job} on site {site!r}")
         elif not known[1]:
-            reason = (f"job {job} was not submitted with --mpi (Slurm) or with a size range "
-                      "(OAR): it has no agent")
+            self._refuse(reg, Decoded(False, "", "", ""),
+                         f"job {job} was not submitted with --mpi (Slurm) or with a size "
+                         "range (OAR): it has no agent")
+        elif self._rate is not None and not self._rate.allow(reg.address):
+            self._refuse(reg, Decoded(False, "", "", ""), "too many credentials from "
+                         "this host: try again later", tally="rate_limited")
         else:
-            decoded = verify(site, reg.credential)
-            if not decoded.ok:
-                reason = f"credential refused by unmunge: {decoded.status}"
-            elif decoded.payload != payload(site, job, reg.nonce):
-                reason = "the credential is not for this job and nonce"
-            elif decoded.user != known[0]:
-                reason = f"{decoded.user} is not the owner of job {job} ({known[0]})"
+            assert self._checks is not None
+            try:
+                self._checks.put_nowait((reg, known[0]))
+            except queue.Full:
+                self._refuse(reg, Decoded(False, "", "", ""), "the service is busy: try "
+                             "again later", tally="busy")
+
+    def _conclude(self, reg: Registration, owner: str, decoded: Decoded) -> None:
+        site, job = reg.site, reg.job
+        reason = ""
+        if not decoded.ok:
+            reason = f"credential refused by unmunge: {decoded.status}"
+        elif decoded.payload != payload(site, job, reg.nonce):
+            reason = "the credential is not for this job and nonce"
+        elif decoded.user != owner:
+            reason = f"{decoded.user} is not the owner of job {job} ({owner})"
         if reason:
             self._refuse(reg, decoded, reason)
             return
@@ -299,26 +322,54 @@ class ChannelServer:
         logger.info("event=channel_open site=%s %s=%d user=%s peer=%s", site,
                     self.id_key(site), job, decoded.user, reg.peer)
 
-    def _refuse(self, reg: Registration, decoded: Decoded, reason: str) -> None:
+    def _refuse(self, reg: Registration, decoded: Decoded, reason: str,
+                tally: str = "refused") -> None:
+        """Refuse (the reason sent); one log line each for the first ones of a period,
+        then a count in the period's summary line (a storm logs one line)."""
         self.refused += 1
-        logger.warning("event=channel_refused site=%s %s=%s peer=%s user=%s reason=%r",
-                       reg.site, self.id_key(reg.site), reg.job, reg.peer,
-                       decoded.user or "?", reason)
-        with contextlib.suppress(OSError):
-            send(reg.sock, {"ok": False, "error": reason})
-        reg.sock.close()
+        now = time.monotonic()
+        self._detailed = [t for t in self._detailed if now - t < self.limits.summary]
+        if tally == "refused" and len(self._detailed) < DETAILED_REFUSALS:
+            self._detailed.append(now)
+            logger.warning("event=channel_refused site=%s %s=%s peer=%s user=%s reason=%r",
+                           reg.site, self.id_key(reg.site), reg.job, reg.peer,
+                           decoded.user or "?", reason)
+        else:
+            self.tally.add(tally)
+        _tell_refused(reg.sock, reason)
 
     def session(self, site: str, job: int) -> Session | None:
         found = self.sessions.get((site, job))
         return None if found is None or found.closed else found
 
     def close(self) -> None:
-        listener, self._listener = self._listener, None
-        if listener is not None:
-            listener.close()
+        gate, self._gate = self._gate, None
+        if gate is not None:
+            gate.stop()
+            with contextlib.suppress(OSError):
+                gate.listener.close()
+        if self._checks is not None:
+            with contextlib.suppress(queue.Full):
+                self._checks.put_nowait(None)
+        for reg in self._waiting:
+            reg.sock.close()
+        self._waiting.clear()
         for sess in self.sessions.values():
             sess.close()
         self.sessions.clear()
+        self.tally.flush(force=True)
+
+
+#: Refusals logged one line each per summary period; the rest are counted.
+DETAILED_REFUSALS = 5
+
+
+def _tell_refused(sock: socket.socket, reason: str) -> None:
+    with contextlib.suppress(OSError):
+        sock.settimeout(1.0)
+        send(sock, {"ok": False, "error": reason})
+    with contextlib.suppress(OSError):
+        sock.close()
 
 
 @dataclass

@@ -129,8 +129,9 @@ def write_atomic(path: Path, text: str) -> None:
 
 def start_files(run_dir: str, nodefile: str | None = None) -> list[str]:
     """Make the run directory (private: :func:`~malleable.runner.private.make_private`,
-    :class:`~malleable.runner.private.NotPrivate` otherwise) and write its ``nodes`` and ``size`` files from the base job's
-    own nodes (before the service has said anything); the nodes."""
+    :class:`~malleable.runner.private.NotPrivate` otherwise) and write its ``nodes`` and
+    ``size`` files from the base job's own nodes (before the service has said anything);
+    the nodes."""
     nodes = own_nodes(nodefile)
     folder = Path(make_private(run_dir))
     listing, size = size_text(nodes)
