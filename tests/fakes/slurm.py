@@ -40,6 +40,12 @@ class FakeJob:
     given: list[str] = field(default_factory=list)
     user: str = "malleable"
     held: bool = False
+    admin_hold: bool = False
+    """Held by an administrator (``scontrol hold`` as root: ``Reason=JobHeldAdmin``)."""
+
+    @property
+    def reason(self) -> str:
+        return "JobHeldAdmin" if self.admin_hold else "JobHeldUser" if self.held else "None"
 
 
 @dataclass
@@ -128,7 +134,7 @@ class FakeSlurm:
             job = self.jobs.get(int(args[2]))
             if job is None or job.state != "PENDING":
                 return Result(1, "", "Job is no longer pending execution\n")
-            job.held = False
+            job.held = job.admin_hold = False
             self._schedule()
             return Result(0, "", "")
         if args[:2] == ["scontrol", "update"] and args[3].startswith("NodeList="):
@@ -229,7 +235,7 @@ class FakeSlurm:
                        job_state=job.state, node_count=len(job.nodes) or job.want,
                        nodes=_hostlist(job.nodes), submit_time=job.submit,
                        start_time=job.start, end_time=job.end, user_name=job.user,
-                       state_reason="JobHeldUser" if job.held else "None",
+                       state_reason=job.reason,
                        batch_host=job.nodes[0] if job.nodes else "")
             jobs.append(raw)
         return json.dumps({"meta": {}, "errors": [], "jobs": jobs})
@@ -247,7 +253,7 @@ class FakeSlurm:
     def _line(self, job: FakeJob) -> str:
         count = len(job.nodes) or job.want
         return (f"JobId={job.job_id} JobName={job.name} UserId={job.user}(2000) "
-                f"JobState={job.state} Reason=None NodeList={_hostlist(job.nodes) or '(null)'} "
+                f"JobState={job.state} Reason={job.reason} NodeList={_hostlist(job.nodes) or '(null)'} "
                 f"BatchHost={job.nodes[0] if job.nodes else '(null)'} "
                 f"NumNodes={count} NumCPUs={count} Comment={job.comment or '(null)'} "
                 f"TRES=cpu={count},node={count} Power=")

@@ -14,7 +14,9 @@ from prometheus_client import generate_latest
 
 import malleable.adapters.slurm.meta as meta
 from malleable.adapters.slurm.ctl import SlurmCtl
+from malleable.commands.serve import _print_status
 from malleable.config import SiteConfig
+from malleable.model import JobKind, JobSpec
 from malleable.realtime import Outcome
 from malleable.site import tag as tags
 from malleable.site.config import parse_service_config
@@ -92,6 +94,44 @@ def test_users_jobs_are_placed_grown_and_the_rigid_one_is_left_alone(tmp_path: P
     assert _touched(fake, carol.job_id) == []
     job = service.manager.records[f"alice:vu.{alice.job_id}"]
     assert job.spec.user == "alice" and job.sizes[-1][1] == 4
+    service.close()
+
+
+def test_an_administrators_hold_is_never_undone(tmp_path: Path,
+                                              caplog: pytest.LogCaptureFixture,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """bob's tagged job held by root (``JobHeldAdmin``) stays held, with one log line and
+    a line of ``manager status``; once the administrator releases it, it is placed. A hold
+    that comes between the poll and the placement is seen too (read again before the
+    release)."""
+    caplog.set_level(logging.WARNING, "malleable.site")
+    sites = Sites("vu")
+    fake = sites.fakes["vu"]
+    bob = _submit(fake, "bob", 1, 4, 1)
+    bob.admin_hold = True
+    service, driver = _open(tmp_path, sites)
+    _cycle(driver, 3)
+    assert bob.state == "PENDING" and bob.held and bob.admin_hold
+    assert ["scontrol", "release", str(bob.job_id)] not in fake.calls
+    lines = [r.getMessage() for r in caplog.records if "event=admin_hold" in r.getMessage()]
+    assert len(lines) == 1 and f"slurm_id={bob.job_id} user=bob" in lines[0]
+    [site] = service.status()["sites"]
+    assert site["admin_held"] == [bob.job_id]
+    _print_status({**service.status(), "running": True, "stale": False, "pending_resizes": []})
+    assert f"held by an administrator (left held): {bob.job_id}" in capsys.readouterr().out
+    bob.admin_hold = False  # the administrator releases it to the user's hold
+    _cycle(driver)
+    assert bob.state == "RUNNING"
+
+    alice = _submit(fake, "alice", 1, 2, 1)
+    adapter = service.adapters["vu"]
+    adapter.refresh()
+    alice.admin_hold = True  # after the poll, before the placement
+    spec = service.manager.records.get(f"alice:vu.{alice.job_id}")
+    assert spec is None or spec.state.value != "running"
+    assert adapter.start(JobSpec(f"alice:vu.{alice.job_id}", JobKind.MALLEABLE, 1, 2, 1),
+                         1) == 0
+    assert alice.admin_hold and ["scontrol", "release", str(alice.job_id)] not in fake.calls
     service.close()
 
 

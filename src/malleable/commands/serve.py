@@ -140,6 +140,9 @@ def _print_status(found: dict[str, Any]) -> None:
         health = "up" if site["online"] else f"DOWN ({site['last_error']})"
         print(f"site {site['name']}: {health}, {site['nodes']} nodes, {site['idle']} idle, "
               f"reserve {site['reserve']}, {site['ignored_tags']} tags ignored")
+        if site.get("admin_held"):
+            print(f"site {site['name']}: held by an administrator (left held): "
+                  + ", ".join(map(str, site["admin_held"])))
     kinds = {site["name"]: site.get("kind") for site in found["sites"]}
     for job in found["jobs"]:
         where = _where(job, kinds.get(job["site"])) if job["site"] else \

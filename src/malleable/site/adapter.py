@@ -49,6 +49,8 @@ logger = logging.getLogger(__name__)
 
 #: Slurm reasons of a job held by its user or an administrator.
 HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
+#: The reason of a job an administrator held: the service never releases it.
+ADMIN_HOLD = "JobHeldAdmin"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +95,8 @@ class SiteSlurm(SlurmCluster):
     """Jobs whose tag was refused (logged once), with the reason."""
     placements: int = 0
     """Held copies released since the service last counted them."""
+    admin_held: dict[int, str] = field(default_factory=dict)
+    """Tagged jobs an administrator holds (left alone, logged once), by id: the owner."""
     channel: ChannelServer | None = None
     """The application channel of ``--mpi`` jobs (None: such jobs are never resized)."""
     mpi_jobs: dict[str, MpiJob] = field(default_factory=dict)
@@ -142,10 +146,23 @@ class SiteSlurm(SlurmCluster):
             running = holds_nodes(job) and not job.completing
             if job.state is not JobState.PENDING and not running:
                 continue
+            if self._admin_held(job):
+                continue
             found[job.job_id] = Found(service_id(job.user, self.name, job.job_id, tag.sub),
                                       self.name, job.job_id, job.user, tag, job.nodes,
                                       running, job.reason in HELD_REASONS)
         self.found = found
+
+    def _admin_held(self, job: SlurmJob) -> bool:
+        """Whether an administrator holds ``job`` (logged once): never released here."""
+        if job.reason != ADMIN_HOLD:
+            self.admin_held.pop(job.job_id, None)
+            return False
+        if job.job_id not in self.admin_held:
+            self.admin_held[job.job_id] = job.user
+            logger.warning("event=admin_hold site=%s slurm_id=%d user=%s reason='held by an "
+                           "administrator: left held'", self.name, job.job_id, job.user)
+        return True
 
     def _ignore(self, job: SlurmJob, reason: str) -> None:
         if job.job_id not in self.ignored:
@@ -172,6 +189,9 @@ class SiteSlurm(SlurmCluster):
                            self.name, spec.id, copy.slurm_id, update.stderr.strip()[:200])
             return 0
         if copy.held:
+            now_seen = self.ctl.show_job(copy.slurm_id)  # an administrator may have held it
+            if now_seen is not None and self._admin_held(now_seen):
+                return 0
             release = self.ctl.release(copy.slurm_id)
             if release.rc != 0:
                 raise ExternalError(f"scontrol release {copy.slurm_id}: "
@@ -213,6 +233,8 @@ class SiteSlurm(SlurmCluster):
         """Drop refused tags of jobs that have left the queue (memory stays flat)."""
         for slurm_id in [i for i in self.ignored if i not in seen]:
             del self.ignored[slurm_id]
+        for slurm_id in [i for i in self.admin_held if i not in seen]:
+            del self.admin_held[slurm_id]
 
     # ------------------------------------------------------------ MPI jobs
 

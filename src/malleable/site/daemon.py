@@ -339,7 +339,8 @@ class SiteService:
                 "failures": health.total_failures, "nodes": view.nodes if view else None,
                 "idle": view.idle if view else None, "reserve": adapter.reserve,
                 "kind": adapter.kind,
-                "ignored_tags": len(adapter.ignored)}
+                "ignored_tags": len(adapter.ignored),
+                "admin_held": sorted(getattr(adapter, "admin_held", ()))}
 
     def _jobs(self) -> Iterator[dict[str, Any]]:
         for job_id, record in self.manager.records.items():
