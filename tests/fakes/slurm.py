@@ -253,7 +253,8 @@ class FakeSlurm:
     def _line(self, job: FakeJob) -> str:
         count = len(job.nodes) or job.want
         return (f"JobId={job.job_id} JobName={job.name} UserId={job.user}(2000) "
-                f"JobState={job.state} Reason={job.reason} NodeList={_hostlist(job.nodes) or '(null)'} "
+                f"JobState={job.state} Reason={job.reason} "
+                f"NodeList={_hostlist(job.nodes) or '(null)'} "
                 f"BatchHost={job.nodes[0] if job.nodes else '(null)'} "
                 f"NumNodes={count} NumCPUs={count} Comment={job.comment or '(null)'} "
                 f"TRES=cpu={count},node={count} Power=")
