@@ -44,8 +44,10 @@ class _EventFormatter(logging.Formatter):
     """One line per event, no timestamp (journald adds it): ``LEVEL logger: message``."""
 
     def format(self, record: logging.LogRecord) -> str:
-        text = f"{record.levelname} {record.name}: {record.getMessage()}"
-        return text.replace("\n", " | ")
+        text = f"{record.levelname} {record.name}: {record.getMessage()}".replace("\n", " | ")
+        if record.exc_info:  # -v: the traceback the CLI promises, as Python prints it
+            text += "\n" + self.formatException(record.exc_info)
+        return text
 
 
 def _journald_logging(verbose: int) -> None:
@@ -59,6 +61,7 @@ def _journald_logging(verbose: int) -> None:
 def serve(args: argparse.Namespace) -> int:
     import os
 
+    from malleable.site import statedir
     from malleable.site.config import load_service_config
     from malleable.site.daemon import driver_for, open_service
 
@@ -73,18 +76,26 @@ def serve(args: argparse.Namespace) -> int:
                              f"{getpass.getuser()!r}", source=config.source)
     _journald_logging(args.verbose)
     log = logging.getLogger("malleable.site")
+    os.umask(statedir.umask(config))  # journal and status 0600 (0640) whatever the login's
     service = open_service(config)
     try:
         if config.metrics is not None:
-            port = service.metrics.serve(*config.metrics)
+            try:
+                port = service.metrics.serve(*config.metrics)
+            except OSError as exc:
+                raise InputError(f"service.metrics: cannot listen on {config.metrics[0]}:"
+                                 f"{config.metrics[1]}: {exc.strerror or exc}: free the port "
+                                 "or choose another address (\"\" turns metrics off)",
+                                 source=config.source) from None
             log.info("event=metrics address=%s:%d", config.metrics[0], port)
         if service.channel is not None:
             try:
                 service.channel.start()
             except OSError as exc:
                 raise InputError(f"service.channel: cannot listen on "
-                                 f"{service.channel.host}:{service.channel.port}: {exc}",
-                                 source=config.source) from None
+                                 f"{service.channel.host}:{service.channel.port}: "
+                                 f"{exc.strerror or exc}: free the port or choose another "
+                                 "address", source=config.source) from None
         driver = driver_for(service)
 
         def hangup(signum: int, frame: FrameType | None) -> None:

@@ -11,6 +11,7 @@
     max_tries = 0                               # optional: KOALA's placement tries (0: none)
     channel = "0.0.0.0:7461"                    # optional: the --mpi jobs' channel (agents)
     copies_grace = 30.0                         # optional: seconds to wait for a job's copies
+    group_readable = false                      # optional: state dir 0750, files 0640
 
     [policy]                                    # as for `malleable manager run`
     name = "fpsma"
@@ -39,7 +40,7 @@ from malleable.errors import InputError
 
 TOP_KEYS = ("service", "policy", "ssh", "clusters")
 SERVICE_KEYS = ("state", "poll", "metrics", "status", "account", "max_tries", "channel",
-                "copies_grace")
+                "copies_grace", "group_readable")
 #: Default of ``service.copies_grace`` (seconds).
 COPIES_GRACE = 30.0
 
@@ -61,6 +62,9 @@ class ServiceConfig:
     copies_grace: float = COPIES_GRACE
     """Seconds after adopting a job whose tag announces more copies than were found (the
     tag's ``copies``) before it is placed where its copies are."""
+    group_readable: bool = False
+    """The state directory 0750 and the journal and status file 0640 (the service account's
+    group may read them); by default 0700 and 0600."""
 
     @property
     def status_path(self) -> Path:
@@ -91,6 +95,10 @@ def parse_service_config(data: dict[str, Any], source: str = "<config>",
         raise InputError("service.state: missing (the journal's path, e.g. "
                          "\"/var/lib/malleable/state.sqlite\")", source=source)
     tries = _integer(raw, "max_tries", 0, source)
+    group = raw.get("group_readable", False)
+    if not isinstance(group, bool):
+        raise InputError(f"service.group_readable: {group!r} is not true or false",
+                         source=source)
     return ServiceConfig(
         clusters=clusters,
         state=_path(raw, "state", base, source),
@@ -103,6 +111,7 @@ def parse_service_config(data: dict[str, Any], source: str = "<config>",
         account=_text(raw, "account", source) if "account" in raw else None,
         max_tries=tries or None,
         source=source,
+        group_readable=group,
     )
 
 

@@ -51,6 +51,7 @@ from malleable.health import SiteHealth
 from malleable.manager import Manager
 from malleable.policies.registry import PolicySpec
 from malleable.realtime import Outcome, RealtimeDriver
+from malleable.site import statedir
 from malleable.site.adapter import Found, SiteSlurm
 from malleable.site.channel import ChannelServer, Decoded, NotNow, native_key, unmunge
 from malleable.site.config import ServiceConfig, load_service_config
@@ -444,8 +445,9 @@ def open_service(config: ServiceConfig, ctl_factory: CtlFactory = site_ctl,
     clock reads ``wall``, the epoch time)."""
     spec = config.clusters.policy or _default_policy()
     policy = spec.build(config.source)
-    config.state.parent.mkdir(parents=True, exist_ok=True)
+    statedir.prepare(config)  # modes 0700/0600 whatever the umask; refuses a shared dir
     store = Store.open(config.state)
+    statedir.narrow(config.state, statedir.modes(config)[1])
     info = store.run_info()
     if info is None:
         info = RunInfo(secrets.token_hex(4), time.time(), 1.0, "", spec.name, WORKLOAD,
@@ -514,6 +516,7 @@ def write_status(path: Path, status: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(status, indent=1) + "\n")
+    os.chmod(tmp, 0o600 | (os.stat(path.parent).st_mode & 0o040))  # the directory's group
     os.replace(tmp, path)
 
 
