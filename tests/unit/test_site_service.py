@@ -293,6 +293,8 @@ def test_bad_and_forged_tags_are_logged_once_and_never_acted_on(
     broken = fake.add_job(1, '{"malleable_job":1,"min":-1,', user="bob")
     huge = fake.add_job(1, '{"malleable_job":1,"min":1,"max":4,"x":"' + "y" * 5000 + '"}',
                         user="bob")
+    array = fake.add_job(1, '[{"malleable_job":1,"min":1,"max":4}]', user="bob")
+    real = fake.add_job(1, '{"malleable_job":1.0,"min":1,"max":4}', user="bob")
     service, driver = _open(tmp_path, sites)
     internal = meta.encode(meta.Tag(service.info.run_id, job="alice:x"))
     forged = fake.add_job(1, internal, user="bob")  # the service's own tag on bob's job
@@ -302,14 +304,15 @@ def test_bad_and_forged_tags_are_logged_once_and_never_acted_on(
         _cycle(driver, 3)
     ignored = [r for r in caplog.records if "event=tag_ignored" in r.getMessage()]
     assert sorted(int(r.getMessage().split("slurm_id=")[1].split()[0]) for r in ignored) == \
-        sorted([claims.job_id, broken.job_id, huge.job_id, forged.job_id, helper.job_id])
-    for job in (claims, broken, huge, forged, helper):
+        sorted([claims.job_id, broken.job_id, huge.job_id, forged.job_id, helper.job_id,
+                array.job_id, real.job_id])
+    for job in (claims, broken, huge, forged, helper, array, real):
         assert fake.jobs[job.job_id].state == "RUNNING"
         assert _touched(fake, job.job_id) == []
     assert service.manager.records == {}
     status = service.status()
-    assert status["sites"][0]["ignored_tags"] == 5
-    assert b"malleable_tags_ignored_total 5.0" in generate_latest(service.metrics.registry)
+    assert status["sites"][0]["ignored_tags"] == 7
+    assert b"malleable_tags_ignored_total 7.0" in generate_latest(service.metrics.registry)
     service.close()
 
 

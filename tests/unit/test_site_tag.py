@@ -32,6 +32,8 @@ BAD = {
     "deep": "{" + '"malleable_job":' + "[" * 5000 + "]" * 5000 + "}",
     "version 2": '{"malleable_job":2,"min":1,"max":4}',
     "version true": '{"malleable_job":true,"min":1,"max":4}',
+    "version float": '{"malleable_job":1.0,"min":1,"max":4}',
+    "version 1e0": '{"malleable_job":1e0,"min":1,"max":4}',
     "version string": '{"malleable_job":"1","min":1,"max":4}',
     "negative min": '{"malleable_job":1,"min":-3,"max":4}',
     "zero max": '{"malleable_job":1,"min":0,"max":0}',
@@ -108,6 +110,11 @@ def test_internal_tags_and_plain_comments_are_not_user_tags() -> None:
     assert not tags.looks_like_tag('{"malleable":1,"run":"3f2a","job":"wm-7"}')
     assert not tags.looks_like_tag("my comment")
     assert tags.looks_like_tag('{"malleable_job":1}')
+    # a claim that is not a JSON object is parsed (and refused, logged once), not skipped
+    assert tags.looks_like_tag('[{"malleable_job":1,"min":1,"max":4}]')
+    assert tags.looks_like_tag(' ["x", {"malleable_job":1}]')
+    assert tags.looks_like_tag('"malleable_job"')
+    assert not tags.looks_like_tag("see malleable_job in the docs")
 
 
 # ---------------------------------------------------------------- OAR's compact form

@@ -102,8 +102,11 @@ class TagTooLong(BadTag):
 
 
 def looks_like_tag(comment: str) -> bool:
-    """Whether a comment claims to be a user tag (cheap test before parsing)."""
-    return comment.startswith("{") and KEY in comment
+    """Whether a comment claims to be a user tag (cheap test before parsing): an object, or
+    any JSON-looking text naming the tag's key (a claim inside an array is parsed, refused
+    and logged once, never silently skipped)."""
+    start = comment.lstrip()[:1]
+    return KEY in comment and (start in ("{", "[") or f'"{KEY}"' in comment)
 
 
 def encode(tag: UserTag, user: str | None = None) -> str:
@@ -156,7 +159,7 @@ def parse(comment: str, owner: str) -> UserTag:
         raise BadTag("tag is not valid JSON") from None
     if not isinstance(body, dict):
         raise BadTag("tag is not a JSON object")
-    if body.get(KEY) != VERSION or isinstance(body.get(KEY), bool):
+    if type(body.get(KEY)) is not int or body.get(KEY) != VERSION:  # not 1.0, not true
         raise BadTag(f"tag version {str(body.get(KEY))[:20]!r} is not {VERSION}")
     unknown = sorted(str(k)[:20] for k in body if k not in _KEYS)
     if unknown:
