@@ -182,6 +182,7 @@ class ChannelServer:
     _rate: RateLimit | None = None
     _tally: Tally | None = None
     _detailed: list[float] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         if self.handshake_timeout != self.limits.handshake:
@@ -263,7 +264,11 @@ class ChannelServer:
                     Decoded(False, "", "", "no verifier")
             except Exception as exc:  # a failed check is a refusal, never the thread's end
                 decoded = Decoded(False, "", "", f"{type(exc).__name__}: {str(exc)[:200]}")
-            self._checked.put((reg, known, decoded))
+            reason = _judge(reg, known, decoded)
+            if reason:  # answered at once; only an accepted one waits for the cycle
+                self._refuse(reg, decoded, reason)
+            else:
+                self._checked.put((reg, known, decoded))
 
     def _look_up(self, reg: Registration, owner: Owner) -> None:
         site, job = reg.site, reg.job
@@ -294,14 +299,9 @@ class ChannelServer:
                              "again later", tally="busy")
 
     def _conclude(self, reg: Registration, owner: str, decoded: Decoded) -> None:
+        """Open the session of an accepted registration (the cycle's thread)."""
         site, job = reg.site, reg.job
-        reason = ""
-        if not decoded.ok:
-            reason = f"credential refused by unmunge: {decoded.status}"
-        elif decoded.payload != payload(site, job, reg.nonce):
-            reason = "the credential is not for this job and nonce"
-        elif decoded.user != owner:
-            reason = f"{decoded.user} is not the owner of job {job} ({owner})"
+        reason = _judge(reg, owner, decoded)
         if reason:
             self._refuse(reg, decoded, reason)
             return
@@ -326,11 +326,14 @@ class ChannelServer:
                 tally: str = "refused") -> None:
         """Refuse (the reason sent); one log line each for the first ones of a period,
         then a count in the period's summary line (a storm logs one line)."""
-        self.refused += 1
-        now = time.monotonic()
-        self._detailed = [t for t in self._detailed if now - t < self.limits.summary]
-        if tally == "refused" and len(self._detailed) < DETAILED_REFUSALS:
-            self._detailed.append(now)
+        with self._lock:
+            self.refused += 1
+            now = time.monotonic()
+            self._detailed = [t for t in self._detailed if now - t < self.limits.summary]
+            detailed = tally == "refused" and len(self._detailed) < DETAILED_REFUSALS
+            if detailed:
+                self._detailed.append(now)
+        if detailed:
             logger.warning("event=channel_refused site=%s %s=%s peer=%s user=%s reason=%r",
                            reg.site, self.id_key(reg.site), reg.job, reg.peer,
                            decoded.user or "?", reason)
@@ -358,6 +361,18 @@ class ChannelServer:
             sess.close()
         self.sessions.clear()
         self.tally.flush(force=True)
+
+
+def _judge(reg: Registration, owner: str, decoded: Decoded) -> str:
+    """Why a checked credential is refused ("" when it is the job owner's, for this job
+    and this connection's nonce)."""
+    if not decoded.ok:
+        return f"credential refused by unmunge: {decoded.status}"
+    if decoded.payload != payload(reg.site, reg.job, reg.nonce):
+        return "the credential is not for this job and nonce"
+    if decoded.user != owner:
+        return f"{decoded.user} is not the owner of job {reg.job} ({owner})"
+    return ""
 
 
 #: Refusals logged one line each per summary period; the rest are counted.
