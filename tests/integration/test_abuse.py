@@ -177,7 +177,7 @@ def test_a_flood_on_the_channel_neither_stops_the_service_nor_locks_alice_out(
     before = int(str(_status(serve)["cycles"]))
     host, port = CHANNEL.split(":")
     flood = ("cat > flood.py && { sleep 120 | timeout 150 python3 flood.py "
-             f"{host} {port} uva {bobs} > flood.out 2>&1 & echo $! > flood.pid; }")
+             f"{host} {port} uva {bobs} > flood.out 2>&1 & echo $! > flood.pid; }}")
     tb.exec("vu", ["sh", "-c", flood], user="bob", input_text=FLOOD, timeout=30, check=True)
     try:
         wait_for(lambda: tb.exec("vu", ["cat", "flood.out"], user="bob",
