@@ -15,20 +15,22 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator
 
 import pytest
 
 from malleable.testbed import Testbed
 from tests.fakes.waits import wait_for
-from tests.integration.test_site_service import (  # noqa: F401 - the serve fixture
+from tests.integration.test_site_service import (
     CHANNEL,
     DELAY_FILE,
     EXAMPLES,
+    HOME,
     Serve,
     _job,
     _result,
     _submit,
-    serve,
+    _wait_quiet,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -109,6 +111,23 @@ print(json.dumps({"verdict": verdict, "seconds": time.monotonic() - began}))
 """
 
 
+@pytest.fixture
+def service(small_testbed: Testbed) -> Iterator[Serve]:
+    """test_site_service's ``serve`` fixture: a fresh state, everything cancelled after."""
+    _wait_quiet(small_testbed)
+    small_testbed.exec("vu", ["rm", "-rf", HOME], user="malleable", timeout=30, check=True)
+    started = Serve(small_testbed)
+    yield started
+    print(started.text()[-8000:])  # shown by pytest when the test failed
+    if started.pid():
+        started.stop("KILL")
+    started.sh(f"rm -rf {HOME}")
+    for site in ("vu", "uva"):
+        for user in ("alice", "bob", "malleable"):
+            small_testbed.exec(site, ["scancel", "-u", user], timeout=30)
+    _wait_quiet(small_testbed)
+
+
 def _hosts(tb: Testbed, site: str) -> list[str]:
     return sorted({c.hostname for c in tb.containers() if c.site == site})
 
@@ -120,7 +139,8 @@ def _status(serve: Serve) -> dict[str, object]:
 
 
 def test_bobs_squatted_tmp_never_holds_a_file_of_alices_grown_mpi_job(
-        small_testbed: Testbed, serve: Serve) -> None:
+        small_testbed: Testbed, service: Serve) -> None:
+    serve = service
     tb = small_testbed
     tb.exec("vu", ["sh", "-c", "test -f .ssh/id_ed25519 || { mkdir -p -m 700 .ssh && "
                    "ssh-keygen -q -t ed25519 -N '' -f .ssh/id_ed25519 && cat "
@@ -164,7 +184,8 @@ def test_bobs_squatted_tmp_never_holds_a_file_of_alices_grown_mpi_job(
 
 
 def test_a_flood_on_the_channel_neither_stops_the_service_nor_locks_alice_out(
-        small_testbed: Testbed, serve: Serve) -> None:
+        small_testbed: Testbed, service: Serve) -> None:
+    serve = service
     tb = small_testbed
     tag = json.dumps({"malleable_job": 1, "min": 1, "max": 1, "mpi": True},
                      separators=(",", ":"))
@@ -206,7 +227,8 @@ def test_a_flood_on_the_channel_neither_stops_the_service_nor_locks_alice_out(
 
 
 def test_an_administrators_hold_on_a_tagged_job_is_never_undone(
-        small_testbed: Testbed, serve: Serve) -> None:
+        small_testbed: Testbed, service: Serve) -> None:
+    serve = service
     tb = small_testbed
     bobs = _submit(tb, "vu", "bob", "--min", "1", "--max", "2", "--", "sleep", "600")
     tb.exec("vu", ["scontrol", "hold", bobs], timeout=30, check=True)  # root: JobHeldAdmin
