@@ -48,7 +48,7 @@ from typing import Any
 from malleable.adapters.shell import CommandRunner, Result
 from malleable.runner.nodes import NodeShell
 from malleable.site.agent import LineReader, payload, send
-from malleable.site.gate import Gate, Limits, RateLimit, Registration, Tally
+from malleable.site.gate import Gate, Limits, Registration, Tally
 
 __all__ = ["ChannelError", "ChannelServer", "Decoded", "Limits", "NotNow", "Registration",
            "RelayShell", "Session", "native_key", "parse_unmunge", "unmunge"]
@@ -179,7 +179,6 @@ class ChannelServer:
         default_factory=queue.Queue)
     _verify: Verifier | None = None
     _worker: threading.Thread | None = None
-    _rate: RateLimit | None = None
     _tally: Tally | None = None
     _detailed: list[float] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -187,7 +186,6 @@ class ChannelServer:
     def __post_init__(self) -> None:
         if self.handshake_timeout != self.limits.handshake:
             self.limits = replace(self.limits, handshake=self.handshake_timeout)
-        self._rate = RateLimit(self.limits.rate, self.limits.burst)
         self._tally = Tally(self.limits.summary)
         self._checks = queue.Queue(maxsize=self.limits.queue)
 
@@ -287,9 +285,6 @@ class ChannelServer:
             self._refuse(reg, Decoded(False, "", "", ""),
                          f"job {job} was not submitted with --mpi (Slurm) or with a size "
                          "range (OAR): it has no agent")
-        elif self._rate is not None and not self._rate.allow(reg.address):
-            self._refuse(reg, Decoded(False, "", "", ""), "too many credentials from "
-                         "this host: try again later", tally="rate_limited")
         else:
             assert self._checks is not None
             try:

@@ -9,7 +9,9 @@ What a client may hold is capped (:class:`Limits`):
   hello first, so that a flood from one host costs a newcomer at most a retry;
 * a **deadline** to say hello and send the credential (``handshake`` seconds);
 * the **length** of what is read before the credential (:data:`MAX_HANDSHAKE` bytes);
-* the **credentials waiting** for a check (``queue``): beyond, refused at once ("busy").
+* the **credentials** sent, per address (``rate`` per second, ``burst`` at once: beyond,
+  refused at once, so that one host cannot fill the queue), and those waiting for a check
+  (``queue``): beyond, refused at once ("busy").
 
 A finished handshake (hello, nonce, credential) becomes a :class:`Registration` that the
 service verifies later (:mod:`malleable.site.channel`). Connections dropped here are not
@@ -163,6 +165,7 @@ class Gate:
         self.tally = tally
         self.refuse = refuse
         self.ready: queue.Queue[Registration] = queue.Queue(maxsize=limits.queue)
+        self.rate = RateLimit(limits.rate, limits.burst)
         self.open: dict[int, _Conn] = {}
         self._selector = selectors.DefaultSelector()
         self._stop = threading.Event()
@@ -294,6 +297,10 @@ class Gate:
         reader.buffer = conn.buffer
         assert conn.hello is not None  # set before the credential is read
         reg = Registration(conn.hello, conn.nonce, credential, conn.sock, reader, conn.peer)
+        if not self.rate.allow(conn.address):  # one host cannot fill the queue
+            self.tally.add("rate_limited")
+            self.refuse(conn.sock, "too many credentials from this host: try again later")
+            return
         try:
             self.ready.put_nowait(reg)
         except queue.Full:
