@@ -42,14 +42,16 @@ private() {
   [ "$3" = 700 ] || chmod 700 "$1" || return 1
 }
 private_chain() {
-  case $1 in
-    "$HOME"/*) c=$HOME; r=${1#"$HOME"/}
-      while [ -n "$r" ]; do
-        x=${r%%/*}; [ "$x" = "$r" ] && r= || r=${r#*/}
-        c=$c/$x; private "$c" || return 1
-      done ;;
-    *) private "$1" ;;
-  esac
+  r=${1#"${HOME:-/-}"/}
+  if [ -n "${HOME:-}" ] && [ "$r" != "$1" ]; then
+    c=$HOME
+    while [ -n "$r" ]; do
+      x=${r%%/*}; [ "$x" = "$r" ] && r= || r=${r#*/}
+      c=$c/$x; private "$c" || return 1
+    done
+  else
+    private "$1"
+  fi
 }
 """
 
