@@ -132,7 +132,6 @@ def _cycles(service: SiteService, pool: ThreadPoolExecutor, count: int, period: 
 
 
 def run(idle: int, bad: int, cycles: int, period: float, unmunge_ms: float) -> Report:
-    logging.getLogger("malleable").setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(4) as pool:
         fakes = {n: FakeSlurm(node_names(12), admin_levels={"malleable": "Operator"})
                  for n in ("healthy", "flooded")}
@@ -187,6 +186,7 @@ def main() -> int:
     ap.add_argument("--period", type=float, default=0.1)
     ap.add_argument("--unmunge-ms", type=float, default=100.0)
     args = ap.parse_args()
+    logging.getLogger("malleable").setLevel(logging.ERROR)  # the refusals' lines: not here
     r = run(args.idle, args.bad, args.cycles, args.period, args.unmunge_ms)
     for name, phase in (("baseline", r.baseline), ("flood", r.flood)):
         print(f"{name:8s}: {len(phase.cycles)} cycles, p50 {phase.q(0.5) * 1000:.1f} ms, "
