@@ -216,6 +216,16 @@ class SiteSlurm(SlurmCluster):
 
     # ------------------------------------------------------------ MPI jobs
 
+    def take_placements(self) -> int:
+        """Held copies released since the last call (the count starts again from 0)."""
+        count, self.placements = self.placements, 0
+        return count
+
+    def trim_resizes(self, keep: int) -> None:
+        """Forget all but the ``keep`` most recent resize results (the journal has them)."""
+        if len(self.resizes) > keep:
+            del self.resizes[:-keep]
+
     def owner(self, slurm_id: int) -> tuple[str, bool] | None:
         """A tagged job's owner and whether it is an ``--mpi`` job (None: not known)."""
         found = self.found.get(slurm_id)

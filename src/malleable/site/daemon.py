@@ -129,7 +129,7 @@ class SiteService:
 
     def fresh(self, name: str) -> bool:
         """Whether the site answered this cycle's poll."""
-        health = self.manager.health.get(name)
+        health = self.manager.health_of(name)
         return health is None or (health.online and not health.busy)
 
     def discover(self, now: float) -> None:
@@ -168,7 +168,7 @@ class SiteService:
 
     def _waiting(self, adapter: ServiceSite, found: Found, now: float,
                  copies: dict[str, set[str]]) -> None:
-        record = self.manager.records.get(found.job_id)
+        record = self.manager.record(found.job_id)
         if record is None:
             self.manager.submit(found.spec(now))
             logger.info("event=adopted job=%s user=%s site=%s %s=%d state=waiting "
@@ -217,7 +217,8 @@ class SiteService:
         """Whether the grace for the missing copies of ``job_id`` has run out (logged once)."""
         if job_id in self._missing:
             return True
-        waited = now - self.manager.records[job_id].spec.submit_time
+        record = self.manager.record(job_id)
+        waited = now - record.spec.submit_time if record is not None else 0.0
         if waited < self.config.copies_grace:
             return False
         self._missing.add(job_id)
@@ -228,7 +229,7 @@ class SiteService:
         return True
 
     def _running(self, adapter: ServiceSite, found: Found, now: float) -> None:
-        record = self.manager.records.get(found.job_id)
+        record = self.manager.record(found.job_id)
         if record is None:
             self.manager.submit(found.spec(now))
         elif record.state.finished:
@@ -272,14 +273,13 @@ class SiteService:
                                             outcome=result.outcome.value).inc()
             self._counted[name] = len(adapter.resizes)
             if len(adapter.resizes) > 2 * KEEP_HISTORY:  # the journal has them all
-                del adapter.resizes[:-KEEP_HISTORY]
+                adapter.trim_resizes(KEEP_HISTORY)
                 self._counted[name] = len(adapter.resizes)
             seen = self._ignored.get(name, 0)
             if len(adapter.ignored) > seen:
                 self.metrics.ignored.inc(len(adapter.ignored) - seen)
             self._ignored[name] = len(adapter.ignored)
-            self.metrics.placements.inc(adapter.placements)
-            adapter.placements = 0
+            self.metrics.placements.inc(adapter.take_placements())
 
     def _count_jobs(self) -> None:
         waiting = self.manager.waiting
@@ -295,7 +295,7 @@ class SiteService:
         again."""
         shown = {f.job_id for a in self.adapters.values() for f in a.found.values()}
         ended = sorted(((r.end if r.end is not None else now, job_id)
-                        for job_id, r in self.manager.records.items() if r.state.finished),
+                        for job_id, r in self.manager.job_records().items() if r.state.finished),
                        reverse=True)
         old = {job_id for i, (end, job_id) in enumerate(ended)
                if (i >= KEEP_FINISHED_JOBS or now - end > KEEP_FINISHED)
@@ -304,8 +304,7 @@ class SiteService:
             self.manager.forget(old)
             for adapter in self.adapters.values():
                 adapter.forget(old)
-        if len(self.manager.operations) > 2 * KEEP_HISTORY:
-            del self.manager.operations[:-KEEP_HISTORY]
+        self.manager.trim_operations(KEEP_HISTORY, above=2 * KEEP_HISTORY)
         running = {(a.name, f.slurm_id) for a in self.adapters.values()
                    for f in a.found.values() if f.running}
         self._duplicates &= running
@@ -333,7 +332,7 @@ class SiteService:
 
     def _site_status(self, name: str) -> dict[str, Any]:
         adapter = self.adapters[name]
-        health = self.manager.health.get(name, SiteHealth(name))
+        health = self.manager.health_of(name) or SiteHealth(name)
         view = adapter.last_view
         return {"name": name, "online": self.fresh(name), "last_error": health.last_error,
                 "failures": health.total_failures, "nodes": view.nodes if view else None,
@@ -342,7 +341,7 @@ class SiteService:
                 "ignored_tags": len(adapter.ignored)}
 
     def _jobs(self) -> Iterator[dict[str, Any]]:
-        for job_id, record in self.manager.records.items():
+        for job_id, record in self.manager.job_records().items():
             site = self.manager.cluster_of(job_id)
             adapter = self.adapters.get(site or "")
             sizes = record.sizes
@@ -370,8 +369,8 @@ class SiteService:
             return False
         if new.state != self.config.state or new.metrics != self.config.metrics:
             logger.warning("event=reload_partial reason='state and metrics need a restart'")
-        self.manager.policy = CopiesPolicy(policy, self.offered)
-        self._reload_sites(new)
+        self.manager.set_policy(CopiesPolicy(policy, self.offered))
+        self._reload_sites(new, driver)
         if driver is not None:
             driver.poll_interval = new.poll
         self.config = new
@@ -379,25 +378,29 @@ class SiteService:
                     ",".join(self.adapters))
         return True
 
-    def _reload_sites(self, new: ServiceConfig) -> None:
+    def _reload_sites(self, new: ServiceConfig, driver: RealtimeDriver | None) -> None:
+        """Sites removed from the config leave the manager (unless it still runs managed
+        jobs there: kept, logged); sites added join it (observed and placed on from the
+        next cycle); the others take their new reserve."""
         wanted = {site.name: site for site in new.clusters.sites}
         for name in [n for n in self.adapters if n not in wanted]:
-            busy = any(self.manager.cluster_of(j) == name and not r.state.finished
-                       for j, r in self.manager.records.items())
-            if busy:
+            if self.manager.jobs_on(name):
                 logger.warning("event=site_kept site=%s reason='it still runs managed jobs'",
                                name)
                 continue
+            self.manager.remove_site(name)
             self.adapters.pop(name).close()
-            self.manager.health.pop(name, None)
+            logger.info("event=site_removed site=%s", name)
         for name, site in wanted.items():
             if name in self.adapters:
                 self.adapters[name].reserve = site.reserve
-            else:
-                self.adapters[name] = make_adapter(site, self.clock, self.info, self.store,
-                                                   self.ctl_factory)
-                self.adapters[name].channel = self.channel
-                self.manager.health.setdefault(name, SiteHealth(name))
+                continue
+            adapter = make_adapter(site, self.clock, self.info, self.store, self.ctl_factory)
+            adapter.channel = self.channel
+            self.manager.add_site(name, adapter,
+                                  driver.new_health(name) if driver is not None else None)
+            self.adapters[name] = adapter
+            logger.info("event=site_added site=%s kind=%s", name, adapter.kind)
 
     def close(self) -> None:
         if self.channel is not None:
@@ -459,8 +462,8 @@ def open_service(config: ServiceConfig, ctl_factory: CtlFactory = site_ctl,
                 for site in config.clusters.sites}
     copies: dict[str, frozenset[str]] = {}
     offered: dict[str, frozenset[str]] = {}
-    manager = Manager(CopiesPolicy(policy, offered), adapters, max_tries=config.max_tries,
-                      journal=store)
+    manager = Manager(CopiesPolicy(policy, offered), dict(adapters),
+                      max_tries=config.max_tries, journal=store)
     if store.submitted():
         found = resume(store, manager, adapters)
         logger.info("event=resumed run=%s jobs=%d followed=%d waiting=%d "

@@ -414,6 +414,16 @@ class SiteOar(OarCluster):
         """The OAR id of a job this site runs (the service's name for a native id)."""
         return self.native_id(job_id)
 
+    def take_placements(self) -> int:
+        """Held copies released since the last call (the count starts again from 0)."""
+        count, self.placements = self.placements, 0
+        return count
+
+    def trim_resizes(self, keep: int) -> None:
+        """Forget all but the ``keep`` most recent resize results (the journal has them)."""
+        if len(self.resizes) > keep:
+            del self.resizes[:-keep]
+
     def owner(self, oar_id: int) -> tuple[str, bool] | None:
         """A tagged job's owner (oarstat's) and whether it runs an agent (its range is not
         a single size, or it is an ``--mpi`` job); None: not a tagged job of this site."""
