@@ -34,7 +34,7 @@ PACKAGE = "malleable"
 #: own layer or below, never above.
 LAYERS: dict[str, int] = {
     "__init__": 0, "errors": 0, "model": 0, "argtypes": 0, "compiling": 0,
-    "resources": 1, "apps": 1, "clock": 1, "faults": 1,
+    "resources": 1, "apps": 1, "clock": 1, "faults": 1, "kinds": 1,
     "config": 2, "policies": 2, "metrics": 2, "workloads": 2,
     "manager": 3, "health": 3, "mpi": 3,
     "store": 4, "realtime": 4,

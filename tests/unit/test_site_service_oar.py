@@ -22,13 +22,9 @@ from malleable.model import JobState
 from malleable.realtime import Outcome
 from malleable.resources import Capability
 from malleable.site import tag as tags
-from malleable.site.daemon import (
-    ServiceDriver,
-    SiteService,
-    driver_for,
-    make_adapter,
-    open_service,
-)
+from malleable.site.assembly import make_adapter, open_service
+from malleable.site.daemon import SiteService
+from malleable.site.driver import ServiceDriver, driver_for
 from malleable.site.oarsite import SiteOar
 from tests.fakes.oar import FakeOar, FakeOarJob
 from tests.fakes.service_config import ACCOUNT, service_config

@@ -21,43 +21,41 @@ workload of its own):
 4. the status file and the metrics are updated; a SIGHUP asks for a reload.
 
 State is the SQLite journal of :mod:`malleable.store`; after any stop (SIGTERM, a
-crash, SIGKILL) the same config takes everything up again (:func:`open_service`).
+crash, SIGKILL) the same config takes everything up again
+(:func:`malleable.site.assembly.open_service`).
+
+The service is four modules, one per job: this one holds its state (:class:`SiteService`:
+discovery, counters, status, reload), :mod:`~malleable.site.assembly` makes it from its
+config (the sites from the adapter registry, :mod:`malleable.kinds`),
+:mod:`~malleable.site.driver` runs it, :mod:`~malleable.site.status` writes and reads its
+status file.
 """
 
 from __future__ import annotations
 
-import getpass
-import json
 import logging
 import os
-import secrets
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from malleable.adapters.oar.ctl import OarCtl
-from malleable.adapters.oar.sites import oar_ctl_for
-from malleable.adapters.pending import Negotiations
-from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.adapters.slurm.resize import ResizeResult
-from malleable.adapters.slurm.sites import ctl_for
 from malleable.clock import ScaledClock
 from malleable.config import SiteConfig
-from malleable.errors import InputError, MalleableError
+from malleable.errors import MalleableError
 from malleable.health import SiteHealth
 from malleable.manager import Manager
 from malleable.policies.registry import PolicySpec
-from malleable.realtime import Outcome, RealtimeDriver
+from malleable.realtime import RealtimeDriver
 from malleable.site.adapter import Found, SiteSlurm
 from malleable.site.channel import ChannelServer, Decoded, NotNow, native_key, unmunge
 from malleable.site.config import ServiceConfig, load_service_config
 from malleable.site.metrics import ServiceMetrics
 from malleable.site.oarsite import SiteOar
 from malleable.site.placement import CopiesPolicy
-from malleable.store import RunInfo, Store, resume
+from malleable.site.status import write_status
+from malleable.store import RunInfo, Store
 
 logger = logging.getLogger(__name__)
 
@@ -71,14 +69,11 @@ KEEP_FINISHED_JOBS = 100
 #: memory (trimmed back to this many; the journal has them all).
 KEEP_HISTORY = 100
 
-CtlFactory = Callable[[SiteConfig], SlurmCtl | OarCtl]
 #: The service's adapter of one site, by its kind.
 ServiceSite = SiteSlurm | SiteOar
-
-
-def site_ctl(site: SiteConfig) -> SlurmCtl | OarCtl:
-    """A site's commands by its kind (no I/O yet)."""
-    return oar_ctl_for(site) if site.kind == "oar" else ctl_for(site)
+#: Makes the service's adapter of a site (a site added by a reload;
+#: :func:`malleable.site.assembly.open_service` gives one).
+SiteFactory = Callable[[SiteConfig], ServiceSite]
 
 
 @dataclass
@@ -94,7 +89,8 @@ class SiteService:
     copies: dict[str, frozenset[str]]
     """The sites where each waiting job's copies were found."""
     metrics: ServiceMetrics
-    ctl_factory: CtlFactory = site_ctl
+    make_site: SiteFactory | None = None
+    """Makes the adapter of a site a reload adds (None: sites are not added)."""
     channel: ChannelServer | None = None
     started: float = field(default_factory=time.time)
     cycles: int = 0
@@ -362,7 +358,7 @@ class SiteService:
         self.reload_requested = False
         try:
             new = load_service_config(self.config.source)
-            spec = new.clusters.policy or _default_policy()
+            spec = new.clusters.policy or default_policy()
             policy = spec.build(new.source)
         except MalleableError as exc:
             logger.error("event=reload_failed reason=%r (the running config is kept)", str(exc))
@@ -395,7 +391,11 @@ class SiteService:
             if name in self.adapters:
                 self.adapters[name].reserve = site.reserve
                 continue
-            adapter = make_adapter(site, self.clock, self.info, self.store, self.ctl_factory)
+            if self.make_site is None:
+                logger.warning("event=site_not_added site=%s reason='this service cannot "
+                               "make sites'", name)
+                continue
+            adapter = self.make_site(site)
             adapter.channel = self.channel
             self.manager.add_site(name, adapter,
                                   driver.new_health(name) if driver is not None else None)
@@ -415,148 +415,5 @@ def _kind(result: ResizeResult) -> str:
     return "grow" if result.target > result.before else "shrink"
 
 
-def _default_policy() -> PolicySpec:
+def default_policy() -> PolicySpec:
     return PolicySpec("fpsma")  # as `manager run` (malleable.service.DEFAULT_POLICY)
-
-
-def make_adapter(site: SiteConfig, clock: ScaledClock, info: RunInfo, store: Store,
-                 ctl_factory: CtlFactory = site_ctl) -> ServiceSite:
-    """The service's adapter of one site, by its kind (Slurm or OAR: InputError otherwise)."""
-    if site.kind not in ("slurm", "oar"):
-        raise InputError(f"clusters.{site.name}.kind: the site service drives Slurm and OAR "
-                         f"sites, not {site.kind!r}")
-    ctl = ctl_factory(site)
-    if site.kind == "oar":
-        if not isinstance(ctl, OarCtl):
-            raise TypeError(f"site {site.name}: an OAR site needs OAR commands, not {ctl!r}")
-        account = getpass.getuser() if site.ssh is None else site.ssh.user
-        return SiteOar(site.name, ctl, clock, info.run_id, reserve=site.reserve,
-                       speed=site.speed, journal=store, account=account)
-    if not isinstance(ctl, SlurmCtl):
-        raise TypeError(f"site {site.name}: a Slurm site needs Slurm commands, not {ctl!r}")
-    return SiteSlurm(site.name, ctl, clock, info.run_id, reserve=site.reserve,
-                     speed=site.speed, journal=store, negotiations=Negotiations(site.name),
-                     pending_expansions=True)
-
-
-def open_service(config: ServiceConfig, ctl_factory: CtlFactory = site_ctl,
-                 metrics: ServiceMetrics | None = None,
-                 wall: Callable[[], float] = time.time) -> SiteService:
-    """The service from its config: a new journal, or the one at ``state`` resumed (its
-    clock reads ``wall``, the epoch time)."""
-    spec = config.clusters.policy or _default_policy()
-    policy = spec.build(config.source)
-    config.state.parent.mkdir(parents=True, exist_ok=True)
-    store = Store.open(config.state)
-    info = store.run_info()
-    if info is None:
-        info = RunInfo(secrets.token_hex(4), time.time(), 1.0, "", spec.name, WORKLOAD,
-                       dict(spec.options))
-        store.begin_run(info, [])
-    elif info.workload != WORKLOAD:
-        store.close()
-        raise InputError(f"the state file holds a `manager run` of workload {info.workload!r}, "
-                         "not a site service: use another service.state", source=config.source)
-    clock = ScaledClock(info.epoch0, 1.0, wall)
-    adapters = {site.name: make_adapter(site, clock, info, store, ctl_factory)
-                for site in config.clusters.sites}
-    copies: dict[str, frozenset[str]] = {}
-    offered: dict[str, frozenset[str]] = {}
-    manager = Manager(CopiesPolicy(policy, offered), dict(adapters),
-                      max_tries=config.max_tries, journal=store)
-    if store.submitted():
-        found = resume(store, manager, adapters)
-        logger.info("event=resumed run=%s jobs=%d followed=%d waiting=%d "
-                    "interrupted_resizes=%d", info.run_id, found.jobs, found.followed,
-                    found.waiting, found.interrupted_resizes)
-    channel = None
-    if config.channel is not None:
-        channel = ChannelServer(*config.channel)
-        for adapter in adapters.values():
-            adapter.channel = channel
-    return SiteService(config, store, info, clock, adapters, manager, copies,
-                       metrics or ServiceMetrics(), ctl_factory, channel, offered=offered)
-
-
-@dataclass
-class ServiceDriver(RealtimeDriver):
-    """The real-time driver with no workload: discovery after each poll, never done."""
-
-    service: SiteService | None = None
-
-    @property
-    def finished(self) -> bool:
-        return False
-
-    def _prefetch(self, pool: ThreadPoolExecutor) -> None:
-        super()._prefetch(pool)
-        if self.service is not None:
-            self.service.discover(self.clock.now())
-
-    def _cycle(self, pool: ThreadPoolExecutor, outcome: Outcome) -> None:
-        super()._cycle(pool, outcome)
-        seconds = outcome.cycle_seconds.pop() if outcome.cycle_seconds else 0.0
-        if self.service is not None:
-            self.service.after_cycle(seconds)
-            if self.service.reload_requested:
-                self.service.reload(self)
-
-
-def driver_for(service: SiteService, site_timeout: float | None = None) -> ServiceDriver:
-    """The driver of a service (a site that stays down is never given up by default: the
-    service keeps trying; a poll slower than the period, up to 10 s, is waited for rather
-    than the site marked unavailable)."""
-    return ServiceDriver(service.manager, service.clock, (), service.config.poll,
-                         site_timeout=site_timeout, service=service,
-                         poll_timeout=max(10.0, 2 * service.config.poll))
-
-
-def write_status(path: Path, status: dict[str, Any]) -> None:
-    """Write the status file atomically (readers never see half of it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(status, indent=1) + "\n")
-    os.replace(tmp, path)
-
-
-def read_status(config: ServiceConfig) -> dict[str, Any]:
-    """The last status the service wrote, with ``running`` (its pid alive and recent)
-    and the journal's resizes in flight; InputError when it never ran."""
-    path = config.status_path
-    try:
-        status: dict[str, Any] = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"no status file {path}: the service has not run with this "
-                         "config yet", source=config.source) from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"cannot read the status file {path}: {exc}",
-                         source=config.source) from None
-    status["running"] = _alive(int(status.get("pid", 0)))
-    last = status.get("last_cycle") or 0.0
-    status["stale"] = time.time() - float(last) > 3 * float(status.get("poll", 5.0)) + 10
-    status["pending_resizes"] = _open_resizes(config.state)
-    return status
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _open_resizes(state: Path) -> list[dict[str, Any]]:
-    if not state.exists():
-        return []
-    store = Store.open(state)
-    try:
-        return [{"site": site, "job": job, "slurm_id": slurm}
-                for _token, site, job, slurm in store.open_resizes()]
-    finally:
-        store.close()
-

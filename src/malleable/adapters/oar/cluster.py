@@ -50,7 +50,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from malleable.adapters.oar.ctl import OarCtl, Poll
 from malleable.adapters.oar.parse import OarJob
@@ -115,6 +115,8 @@ class _Mine:
 class OarCluster:
     """One OAR site (see the module docstring)."""
 
+    kind: ClassVar[str] = "oar"
+    """Its kind in the adapter registry (:mod:`malleable.kinds`)."""
     name: str
     ctl: OarCtl
     clock: Clock
