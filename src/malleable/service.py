@@ -130,6 +130,32 @@ def clusters_of(config: ClustersConfig) -> list[Cluster]:
 # ----------------------------------------------------------------------------- simulation
 
 
+def sim_config(*, reconfig_cost: float = 0.0, release_delay: float = 0.0,
+               background: float = 0.0, seed: int = 1,
+               model_options: Sequence[str] = ()) -> SimConfig:
+    """The simulator's settings from a command's options (``--reconfig-cost``,
+    ``--release-delay``, ``--background`` mean inter-arrival, ``--model-option KEY=VALUE``):
+    InputError naming the option when one is out of range or unknown."""
+    import math
+
+    from malleable.policies.registry import parse_options
+    from malleable.sim.background import BackgroundSpec
+    from malleable.sim.model_options import model_options as model_settings
+
+    for flag, value in (("reconfig-cost", reconfig_cost), ("release-delay", release_delay),
+                        ("background", background)):
+        if value < 0 or not math.isfinite(value):
+            raise InputError(f"--{flag} must be a non-negative number")
+    spec = BackgroundSpec(interarrival=background) if background > 0 else None
+    try:
+        options = parse_options(list(model_options))
+    except InputError as exc:
+        raise InputError(str(exc).replace("--policy-option", "--model-option")) from None
+    model = model_settings(options) if options else None
+    return SimConfig(reconfig_cost=reconfig_cost, release_delay=release_delay,
+                     background=spec, seed=seed, timeline=False, model=model)
+
+
 def run_simulation(jobs: Sequence[JobSpec], clusters: Sequence[Cluster], policy: PolicySpec,
                    config: SimConfig) -> tuple[SimResult, dict[str, Any]]:
     """Simulate ``jobs`` under ``policy``; the result and its summary (with the policy, the
