@@ -450,7 +450,7 @@ def test_log_lines_and_status_name_a_job_s_id_by_its_site_s_kind(
     status = service.status()
     assert {s["name"]: s["kind"] for s in status["sites"]} == {"grid": "oar", "vu": "slurm"}
     [job] = status["jobs"]
-    assert (job["site"], job["native_id"]) == (placed, service.adapters[placed].slurm_id(
+    assert (job["site"], job["native_id"]) == (placed, service.adapters[placed].native_id(
         "alice:k1")) and "slurm_id" not in job
     service.close()
     _print_status({**status, "running": True, "stale": False, "pending_resizes": []})

@@ -21,10 +21,11 @@ from malleable.manager import Manager
 from malleable.site.adapter import SiteSlurm
 from malleable.site.channel import ChannelServer
 from malleable.site.config import ServiceConfig
-from malleable.site.daemon import WORKLOAD, ServiceSite, SiteService, default_policy
+from malleable.site.daemon import WORKLOAD, SiteService, default_policy
 from malleable.site.metrics import ServiceMetrics
 from malleable.site.oarsite import SiteOar
 from malleable.site.placement import CopiesPolicy
+from malleable.site.port import ServiceSite
 from malleable.store import RunInfo, Store, resume
 
 logger = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ def site_ctl(site: SiteConfig) -> object:
     return build("commands", site)
 
 
-def slurm_site(site: SiteConfig, ctl: object, context: Context) -> SiteSlurm:
+def slurm_site(site: SiteConfig, ctl: object, context: Context) -> ServiceSite:
     """A Slurm site of the service (the registry's ``serve`` builder of ``slurm``)."""
     if not isinstance(ctl, SlurmCtl):
         raise TypeError(f"site {site.name}: a Slurm site needs Slurm commands, not {ctl!r}")
@@ -47,7 +48,7 @@ def slurm_site(site: SiteConfig, ctl: object, context: Context) -> SiteSlurm:
                      negotiations=Negotiations(site.name), pending_expansions=True)
 
 
-def oar_site(site: SiteConfig, ctl: object, context: Context) -> SiteOar:
+def oar_site(site: SiteConfig, ctl: object, context: Context) -> ServiceSite:
     """An OAR site of the service (the registry's ``serve`` builder of ``oar``)."""
     if not isinstance(ctl, OarCtl):
         raise TypeError(f"site {site.name}: an OAR site needs OAR commands, not {ctl!r}")

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from malleable.adapters.slurm.resize import ResizeResult
+from malleable.adapters.outcomes import ResizeResult
 from malleable.clock import ScaledClock
 from malleable.config import SiteConfig
 from malleable.errors import MalleableError
@@ -48,12 +48,11 @@ from malleable.health import SiteHealth
 from malleable.manager import Manager
 from malleable.policies.registry import PolicySpec
 from malleable.realtime import RealtimeDriver
-from malleable.site.adapter import Found, SiteSlurm
 from malleable.site.channel import ChannelServer, Decoded, NotNow, native_key, unmunge
 from malleable.site.config import ServiceConfig, load_service_config
 from malleable.site.metrics import ServiceMetrics
-from malleable.site.oarsite import SiteOar
 from malleable.site.placement import CopiesPolicy
+from malleable.site.port import Found, ServiceSite
 from malleable.site.status import write_status
 from malleable.store import RunInfo, Store
 
@@ -69,8 +68,6 @@ KEEP_FINISHED_JOBS = 100
 #: memory (trimmed back to this many; the journal has them all).
 KEEP_HISTORY = 100
 
-#: The service's adapter of one site, by its kind.
-ServiceSite = SiteSlurm | SiteOar
 #: Makes the service's adapter of a site (a site added by a reload;
 #: :func:`malleable.site.assembly.open_service` gives one).
 SiteFactory = Callable[[SiteConfig], ServiceSite]
@@ -169,7 +166,7 @@ class SiteService:
             self.manager.submit(found.spec(now))
             logger.info("event=adopted job=%s user=%s site=%s %s=%d state=waiting "
                         "min=%d max=%d", found.job_id, found.user, found.site, adapter.id_key,
-                        found.slurm_id, found.tag.min_size, found.tag.max_size)
+                        found.native_id, found.tag.min_size, found.tag.max_size)
         elif record.state.finished:
             return
         placed = self.manager.cluster_of(found.job_id)
@@ -179,13 +176,13 @@ class SiteService:
                 self._announced[found.job_id] = max(self._announced.get(found.job_id, 0),
                                                     found.tag.copies)
             return
-        followed = self.adapters[placed].slurm_id(found.job_id) if placed in self.adapters \
+        followed = self.adapters[placed].native_id(found.job_id) if placed in self.adapters \
             else None
         # native ids are per site: the copy placed is the same site's same id
-        if followed is not None and (placed, followed) != (adapter.name, found.slurm_id):
+        if followed is not None and (placed, followed) != (adapter.name, found.native_id):
             logger.info("event=copy_cancel job=%s site=%s %s=%d placed_on=%s",
-                        found.job_id, adapter.name, adapter.id_key, found.slurm_id, placed)
-            adapter.cancel_copy(found.slurm_id)
+                        found.job_id, adapter.name, adapter.id_key, found.native_id, placed)
+            adapter.cancel_copy(found.native_id)
 
     def _offer(self, now: float) -> None:
         """The policy's map of copies: a job whose tag announced more copies than were
@@ -231,20 +228,20 @@ class SiteService:
         elif record.state.finished:
             return
         if self.manager.take_placed(found.job_id, adapter.name, found.nodes, now):
-            adapter.adopt(found.spec(now), found.slurm_id, requested=found.nodes)
-            self.store.slurm_submitted(adapter.name, found.job_id, found.slurm_id)
+            adapter.adopt(found.spec(now), found.native_id, requested=found.nodes)
+            self.store.native_submitted(adapter.name, found.job_id, found.native_id)
             logger.info("event=adopted job=%s user=%s site=%s %s=%d state=running "
                         "nodes=%d", found.job_id, found.user, adapter.name, adapter.id_key,
-                        found.slurm_id, found.nodes)
+                        found.native_id, found.nodes)
             return
         placed = self.manager.cluster_of(found.job_id)
-        mine = self.adapters[placed].slurm_id(found.job_id) if placed in self.adapters else None
-        here = (adapter.name, found.slurm_id)
+        mine = self.adapters[placed].native_id(found.job_id) if placed in self.adapters else None
+        here = (adapter.name, found.native_id)
         if (placed, mine) != here and here not in self._duplicates:
             self._duplicates.add(here)
             logger.warning("event=duplicate job=%s site=%s %s=%d reason='another copy "
                            "of the job runs; this one is left alone'", found.job_id,
-                           adapter.name, adapter.id_key, found.slurm_id)
+                           adapter.name, adapter.id_key, found.native_id)
 
     # ------------------------------------------------------------ after each cycle
 
@@ -301,7 +298,7 @@ class SiteService:
             for adapter in self.adapters.values():
                 adapter.forget(old)
         self.manager.trim_operations(KEEP_HISTORY, above=2 * KEEP_HISTORY)
-        running = {(a.name, f.slurm_id) for a in self.adapters.values()
+        running = {(a.name, f.native_id) for a in self.adapters.values()
                    for f in a.found.values() if f.running}
         self._duplicates &= running
 
@@ -342,7 +339,7 @@ class SiteService:
             adapter = self.adapters.get(site or "")
             sizes = record.sizes
             yield {"id": job_id, "user": record.spec.user, "state": record.state.value,
-                   "site": site, "native_id": adapter.slurm_id(job_id) if adapter else None,
+                   "site": site, "native_id": adapter.native_id(job_id) if adapter else None,
                    "size": sizes[-1][1] if sizes and not record.state.finished else 0,
                    "min": record.spec.min_size, "max": record.spec.max_size,
                    "copies": sorted(self.copies.get(job_id, ())),
