@@ -44,6 +44,7 @@ from malleable.runner.job import Change, MpiJob
 from malleable.runner.launch import Launch
 from malleable.site import tag as tags
 from malleable.site.channel import ChannelError, ChannelServer, RelayShell
+from malleable.site.port import Counters
 from malleable.site.port import Found as Found  # re-exported (its old home)
 from malleable.site.port import service_id as service_id
 
@@ -54,7 +55,7 @@ HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
 
 
 @dataclass
-class SiteSlurm(SlurmCluster):
+class SiteSlurm(SlurmCluster, Counters):
     """A Slurm site of the site service (see the module docstring)."""
 
     kind: ClassVar[str] = "slurm"
@@ -190,16 +191,6 @@ class SiteSlurm(SlurmCluster):
             del self.ignored[slurm_id]
 
     # ------------------------------------------------------------ MPI jobs
-
-    def take_placements(self) -> int:
-        """Held copies released since the last call (the count starts again from 0)."""
-        count, self.placements = self.placements, 0
-        return count
-
-    def trim_resizes(self, keep: int) -> None:
-        """Forget all but the ``keep`` most recent resize results (the journal has them)."""
-        if len(self.resizes) > keep:
-            del self.resizes[:-keep]
 
     def owner(self, slurm_id: int) -> tuple[str, bool] | None:
         """A tagged job's owner and whether it is an ``--mpi`` job (None: not known)."""

@@ -58,7 +58,7 @@ from malleable.site.channel import ChannelError, ChannelServer, Session
 from malleable.site.oaragent import extension_name, size_text
 from malleable.site.oarjobs import OarTagged, discover
 from malleable.site.oarmpi import AgentOarMpiJob, agent_mpi_job
-from malleable.site.port import Found
+from malleable.site.port import Counters, Found
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ MPI_GROW_WAIT = 60.0
 
 
 @dataclass
-class SiteOar(OarCluster):
+class SiteOar(OarCluster, Counters):
     """An OAR site of the site service (see the module docstring)."""
 
     kind: ClassVar[str] = "oar"
@@ -409,16 +409,6 @@ class SiteOar(OarCluster):
             return
         self._deleted.add(oar_id)
         logger.info("event=copy_cancelled site=%s oar_id=%d", self.name, oar_id)
-
-    def take_placements(self) -> int:
-        """Held copies released since the last call (the count starts again from 0)."""
-        count, self.placements = self.placements, 0
-        return count
-
-    def trim_resizes(self, keep: int) -> None:
-        """Forget all but the ``keep`` most recent resize results (the journal has them)."""
-        if len(self.resizes) > keep:
-            del self.resizes[:-keep]
 
     def owner(self, oar_id: int) -> tuple[str, bool] | None:
         """A tagged job's owner (oarstat's) and whether it runs an agent (its range is not

@@ -51,6 +51,26 @@ def service_id(user: str, site: str, native_id: int, sub: str | None) -> str:
     return f"{user}:{sub}" if sub else f"{user}:{site}.{native_id}"
 
 
+class Counters:
+    """What the service counts of a site each cycle, written once for every kind (mixed
+    into :class:`~malleable.site.adapter.SiteSlurm` and
+    :class:`~malleable.site.oarsite.SiteOar`, which hold the two fields)."""
+
+    placements: int
+    """Held copies released since the service last counted them."""
+    resizes: list[ResizeResult]
+
+    def take_placements(self) -> int:
+        """Held copies released since the last call (the count starts again from 0)."""
+        count, self.placements = self.placements, 0
+        return count
+
+    def trim_resizes(self, keep: int) -> None:
+        """Forget all but the ``keep`` most recent resize results (the journal has them)."""
+        if len(self.resizes) > keep:
+            del self.resizes[:-keep]
+
+
 class Commands(Protocol):
     """A site's commands, as far as the service reaches them (its runner: ``unmunge``)."""
 
