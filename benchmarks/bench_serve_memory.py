@@ -3,7 +3,7 @@
     python3 benchmarks/bench_serve_memory.py [--cycles 3000] [--warmup 500] [--sites 2]
                                              [--top 15] [--seed 13]
 
-The real service objects (:func:`malleable.site.daemon.open_service`, the driver's cycle:
+The real service objects (:func:`malleable.site.assembly.open_service`, the driver's cycle:
 what ``malleable manager serve`` runs) over ``--sites`` fake Slurm sites of 12 nodes, with
 a clock that advances one poll period (3 s) per cycle. Each cycle a user job (min 1,
 max 3, held) is submitted on a random site, and each running user job ends with a
@@ -47,8 +47,10 @@ from tests.fakes.slurm import FakeSlurm, node_names, settle  # noqa: E402
 from malleable.adapters.slurm.ctl import SlurmCtl  # noqa: E402
 from malleable.realtime import Outcome  # noqa: E402
 from malleable.site import tag as tags  # noqa: E402
+from malleable.site.assembly import open_service  # noqa: E402
 from malleable.site.config import parse_service_config  # noqa: E402
-from malleable.site.daemon import SiteService, driver_for, open_service  # noqa: E402
+from malleable.site.daemon import SiteService  # noqa: E402
+from malleable.site.driver import driver_for  # noqa: E402
 
 POLL = 3.0
 LEAVE_OUT = [tracemalloc.Filter(False, "*/tests/fakes/*", all_frames=True),

@@ -4,8 +4,10 @@ Run ``python3 benchmarks/import_graph.py`` (``--json`` for machine-readable outp
 It reads the source with :mod:`ast` (nothing is imported), maps every module to a
 *room* (a top-level module or subpackage of ``malleable``), and reports:
 
-* the room graph (which room imports which), counting only imports at module level
-  and inside functions alike, but not those under ``if TYPE_CHECKING:``;
+* the room graph (which room imports which), counting imports at module level, inside
+  functions and under ``if TYPE_CHECKING:`` alike (a type-only import is a dependency
+  too: a cycle through one is a cycle; ``--skip-type-checking`` shows the graph without
+  them, as this script drew it before issue 35);
 * the **floor** of each room: 0 for a room that imports no other room, else one more
   than the highest floor it imports (rooms in a cycle share one floor);
 * **upward imports**: arrows against the layering that ``../shared/DESIGN.md`` draws
@@ -34,7 +36,7 @@ PACKAGE = "malleable"
 #: own layer or below, never above.
 LAYERS: dict[str, int] = {
     "__init__": 0, "errors": 0, "model": 0, "argtypes": 0, "compiling": 0,
-    "resources": 1, "apps": 1, "clock": 1, "faults": 1,
+    "resources": 1, "apps": 1, "clock": 1, "faults": 1, "kinds": 1,
     "config": 2, "policies": 2, "metrics": 2, "workloads": 2,
     "manager": 3, "health": 3, "mpi": 3,
     "store": 4, "realtime": 4,
@@ -68,10 +70,12 @@ def _type_checking_lines(tree: ast.AST) -> set[int]:
     return lines
 
 
-def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
-    """The package modules ``name`` imports (outside TYPE_CHECKING blocks)."""
+def imports_of(name: str, path: Path, known: set[str],
+               type_checking: bool = True) -> set[str]:
+    """The package modules ``name`` imports (those under ``if TYPE_CHECKING:`` too unless
+    ``type_checking`` is False)."""
     tree = ast.parse(path.read_text(), str(path))
-    skip = _type_checking_lines(tree)
+    skip = _type_checking_lines(tree) if not type_checking else set()
     is_package = path.name == "__init__.py"
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -177,10 +181,11 @@ def floors(graph: dict[str, set[str]], cycles: Iterable[list[str]]) -> dict[str,
     return {node: floor_of(group[node]) for node in graph}
 
 
-def analyse(root: Path = ROOT) -> dict[str, object]:
+def analyse(root: Path = ROOT, type_checking: bool = True) -> dict[str, object]:
     mods = modules(root)
     known = set(mods)
-    module_graph = {name: imports_of(name, path, known) for name, path in mods.items()}
+    module_graph = {name: imports_of(name, path, known, type_checking)
+                    for name, path in mods.items()}
     room_graph: dict[str, set[str]] = defaultdict(set)
     for name, targets in module_graph.items():
         room_graph[room(name)]
@@ -211,8 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--root", type=Path, default=ROOT, help="the src/ directory")
+    parser.add_argument("--skip-type-checking", action="store_true",
+                        help="leave out imports under `if TYPE_CHECKING:` (the old count)")
     args = parser.parse_args(argv)
-    result = analyse(args.root)
+    result = analyse(args.root, type_checking=not args.skip_type_checking)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0

@@ -44,6 +44,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from malleable import kinds
 from malleable.errors import InputError, read_text
 from malleable.policies.registry import PolicySpec
 
@@ -52,7 +53,6 @@ _INFO_KEYS = ("slurm_cluster", "controller", "address")
 _SITE_KEYS = ("kind", *_SSH_KEYS, "nodes", "partition", "reserve", "speed", "command_timeout",
               "finish_file", *_INFO_KEYS)
 _TOP_KEYS = ("clusters", "ssh", "policy")
-_KINDS = ("slurm", "oar")
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,8 +193,9 @@ class _Where:
         self.only(raw, _SITE_KEYS, path)
         nodes = raw.get("nodes")
         kind = self.text(raw, "kind", path) if "kind" in raw else "slurm"
-        if kind not in _KINDS:
-            raise self.fail(f"{path}.kind", f"unknown kind {kind!r}; valid: {', '.join(_KINDS)}")
+        if kind not in kinds.BUILTIN and kind not in kinds.names():  # plug-ins: looked up
+            raise self.fail(f"{path}.kind",
+                            f"unknown kind {kind!r}; valid: {', '.join(kinds.names())}")
         info = {key: self.text(raw, key, path) for key in _INFO_KEYS if key in raw}
         return SiteConfig(
             name=name,

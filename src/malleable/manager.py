@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Protocol
 
 from malleable.errors import ExternalError, MalleableError
@@ -125,7 +126,8 @@ class Manager:
     _sites: dict[str, ResourceManager] = field(init=False)
     """``clusters`` as a dict, which a compiled manager reads and walks directly (a
     ``Mapping`` it reaches through Python's generic calls: about 3% of a FIFO run).
-    ``clusters`` is not changed once the manager is made."""
+    ``clusters`` is not changed once the manager is made; :meth:`add_site` and
+    :meth:`remove_site` change both (``clusters`` then becomes the manager's own dict)."""
 
     def __post_init__(self) -> None:
         self._queue_view = _QueueView(self._queue)
@@ -242,6 +244,66 @@ class Manager:
         if placed or deferred:
             self._settle_queue(placed, deferred, now)
         return applied
+
+    # -------------------------------------------------------------- the service's API
+    # What a long-running service (malleable.site) asks of the manager, so that it never
+    # reaches into its fields; none of it runs in a simulation's cycle.
+
+    def record(self, job_id: str) -> JobRecord | None:
+        """The record of a job (None if unknown or forgotten)."""
+        return self.records.get(job_id)
+
+    def job_records(self) -> Mapping[str, JobRecord]:
+        """Every job's record by id, in submission order (a read-only view)."""
+        return MappingProxyType(self.records)
+
+    def health_of(self, name: str) -> SiteHealth | None:
+        """The health record of a site, if it has one yet (not created here)."""
+        return self.health.get(name)
+
+    def set_policy(self, policy: Policy) -> None:
+        """Decide with ``policy`` from the next cycle on (wrapped as at construction when
+        a site reports the applications' own requests)."""
+        if any(Capability.FEEDBACK in rm.capabilities for rm in self._sites.values()):
+            policy = honour_requests(policy)
+        self.policy = policy
+
+    def sites(self) -> list[str]:
+        """The names of the sites the manager observes and places on."""
+        return list(self._sites)
+
+    def jobs_on(self, name: str) -> list[str]:
+        """The unfinished jobs placed on a site."""
+        return [j for j, site in self._where.items() if site == name and j in self._active]
+
+    def add_site(self, name: str, rm: ResourceManager, health: SiteHealth | None = None) -> None:
+        """Observe and place on a new site from the next cycle on (``health``: its record,
+        e.g. with a real-time driver's back-off; a fresh one when the manager keeps some)."""
+        if name in self._sites:
+            raise MalleableError(f"site {name} is already managed")
+        self._sites[name] = rm
+        self.clusters = dict(self._sites)
+        if health is not None or self.health:
+            self.health[name] = health or SiteHealth(name)
+
+    def remove_site(self, name: str) -> ResourceManager:
+        """Stop observing a site and placing on it; its adapter (the caller closes it).
+        MalleableError while unfinished jobs are placed there (see :meth:`jobs_on`)."""
+        if name not in self._sites:
+            raise MalleableError(f"site {name} is not managed")
+        busy = self.jobs_on(name)
+        if busy:
+            raise MalleableError(f"site {name} still runs {len(busy)} managed job(s)")
+        rm = self._sites.pop(name)
+        self.clusters = dict(self._sites)
+        self.health.pop(name, None)
+        return rm
+
+    def trim_operations(self, keep: int, above: int | None = None) -> None:
+        """Forget all but the ``keep`` most recent operations once there are more than
+        ``above`` (default ``keep``); the journal has them all."""
+        if len(self.operations) > (keep if above is None else above):
+            del self.operations[:len(self.operations) - max(0, keep)]
 
     def site_health(self, name: str) -> SiteHealth:
         """The health record of a site (created on first use)."""

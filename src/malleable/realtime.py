@@ -100,9 +100,14 @@ class RealtimeDriver:
         if self.site_probe is None:
             self.site_probe = min(60.0, self.site_timeout or 60.0)
         for name in self.manager.clusters:
-            self.manager.health.setdefault(name, SiteHealth(
-                name, base=min(1.0, self.poll_interval), ceiling=2 * self.poll_interval,
-                clock=self.monotonic, probe_every=self.site_probe))
+            self.manager.health.setdefault(name, self.new_health(name))
+
+    def new_health(self, name: str) -> SiteHealth:
+        """A site's health record with this driver's back-off (a site added while it runs
+        gets one: :meth:`Manager.add_site`)."""
+        probe = self.site_probe if self.site_probe is not None else 60.0  # set at init
+        return SiteHealth(name, base=min(1.0, self.poll_interval), ceiling=2 * self.poll_interval,
+                          clock=self.monotonic, probe_every=probe)
 
     def stop(self, reason: str = "signal") -> None:
         """Ask the loop to end after the current cycle (thread- and signal-safe)."""
@@ -162,6 +167,9 @@ class RealtimeDriver:
                     begun.append(self._polls[name])
         wait(begun, timeout=self.poll_timeout)
         for name, future in list(self._polls.items()):
+            if name not in health:  # a site removed while its poll ran: not waited for
+                del self._polls[name]
+                continue
             if health[name].given_up:
                 self._probed(name, future)
                 continue

@@ -49,9 +49,12 @@ from malleable.workloads.swf import write_swf
 if TYPE_CHECKING:  # imported where a real run needs them: a simulation never loads paramiko,
     # the journal, the real-time driver or the config reader (about 13 ms of its start-up)
     from malleable.adapters.oar.cluster import OarCluster
+    from malleable.adapters.oar.ctl import OarCtl
     from malleable.adapters.slurm.cluster import SlurmCluster
+    from malleable.adapters.slurm.ctl import SlurmCtl
     from malleable.clock import ScaledClock
     from malleable.config import ClustersConfig, SiteConfig
+    from malleable.kinds import Context
     from malleable.store import Resumed, RunInfo, Store
 
 logger = logging.getLogger(__name__)
@@ -125,6 +128,32 @@ def clusters_of(config: ClustersConfig) -> list[Cluster]:
 
 
 # ----------------------------------------------------------------------------- simulation
+
+
+def sim_config(*, reconfig_cost: float = 0.0, release_delay: float = 0.0,
+               background: float = 0.0, seed: int = 1,
+               model_options: Sequence[str] = ()) -> SimConfig:
+    """The simulator's settings from a command's options (``--reconfig-cost``,
+    ``--release-delay``, ``--background`` mean inter-arrival, ``--model-option KEY=VALUE``):
+    InputError naming the option when one is out of range or unknown."""
+    import math
+
+    from malleable.policies.registry import parse_options
+    from malleable.sim.background import BackgroundSpec
+    from malleable.sim.model_options import model_options as model_settings
+
+    for flag, value in (("reconfig-cost", reconfig_cost), ("release-delay", release_delay),
+                        ("background", background)):
+        if value < 0 or not math.isfinite(value):
+            raise InputError(f"--{flag} must be a non-negative number")
+    spec = BackgroundSpec(interarrival=background) if background > 0 else None
+    try:
+        options = parse_options(list(model_options))
+    except InputError as exc:
+        raise InputError(str(exc).replace("--policy-option", "--model-option")) from None
+    model = model_settings(options) if options else None
+    return SimConfig(reconfig_cost=reconfig_cost, release_delay=release_delay,
+                     background=spec, seed=seed, timeline=False, model=model)
 
 
 def run_simulation(jobs: Sequence[JobSpec], clusters: Sequence[Cluster], policy: PolicySpec,
@@ -257,28 +286,39 @@ def build_adapters(sites: Sequence[SiteConfig], clock: ScaledClock, info: RunInf
 
 def build_adapter(site: SiteConfig, clock: ScaledClock, info: RunInfo,
                   store: Store) -> SlurmCluster | OarCluster:
-    """The adapter of one site, by its ``kind`` (imported here: a simulation never loads
-    paramiko). A Slurm site's expansions answer pending: each runs in a worker of the
-    adapter (``salloc`` wait, hand-over, confirmation), so a slow or refused one holds up
-    no site's cycle (docs/slurm.md, "Pending answers")."""
-    from malleable.adapters.oar.cluster import OarCluster
-    from malleable.adapters.oar.payload import OarPayload
-    from malleable.adapters.oar.sites import oar_ctl_for
+    """The adapter of one site of ``manager run``, by its ``kind``, from the adapter
+    registry (:func:`malleable.kinds.build`; a simulation never loads paramiko)."""
+    from malleable.kinds import Context, build
+
+    adapter: SlurmCluster | OarCluster = build(
+        "run", site, Context(clock, info.run_id, store, info.time_scale),
+        what=f"clusters.{site.name}.kind (manager run)")
+    return adapter
+
+
+def slurm_run_site(site: SiteConfig, ctl: SlurmCtl, context: Context) -> SlurmCluster:
+    """A Slurm site of ``manager run`` (the registry's ``run`` builder of ``slurm``). Its
+    expansions answer pending: each runs in a worker of the adapter (``salloc`` wait,
+    hand-over, confirmation), so a slow or refused one holds up no site's cycle
+    (docs/slurm.md, "Pending answers")."""
     from malleable.adapters.pending import Negotiations
     from malleable.adapters.slurm.cluster import SlurmCluster
     from malleable.adapters.slurm.payload import Payload
-    from malleable.adapters.slurm.sites import ctl_for
 
-    if site.kind == "oar":
-        return OarCluster(site.name, oar_ctl_for(site), clock, info.run_id,
-                          OarPayload(info.time_scale, site.speed,
-                                     finish_file=site.finish_file), site.reserve, site.speed,
-                          journal=store)
-    return SlurmCluster(site.name, ctl_for(site), clock, info.run_id,
-                        Payload(info.time_scale, site.speed, finish_file=site.finish_file),
-                        site.reserve, site.speed,
-                        journal=store, negotiations=Negotiations(site.name),
-                        pending_expansions=True)
+    return SlurmCluster(site.name, ctl, context.clock, context.run_id,
+                        Payload(context.time_scale, site.speed, finish_file=site.finish_file),
+                        site.reserve, site.speed, journal=context.journal,
+                        negotiations=Negotiations(site.name), pending_expansions=True)
+
+
+def oar_run_site(site: SiteConfig, ctl: OarCtl, context: Context) -> OarCluster:
+    """An OAR site of ``manager run`` (the registry's ``run`` builder of ``oar``)."""
+    from malleable.adapters.oar.cluster import OarCluster
+    from malleable.adapters.oar.payload import OarPayload
+
+    return OarCluster(site.name, ctl, context.clock, context.run_id,
+                      OarPayload(context.time_scale, site.speed, finish_file=site.finish_file),
+                      site.reserve, site.speed, journal=context.journal)
 
 
 MAX_RETRIES = 2

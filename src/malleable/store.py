@@ -239,9 +239,14 @@ class Store:
 
     # ------------------------------------------------------------ SiteJournal (adapter)
 
-    def slurm_submitted(self, site: str, job_id: str, slurm_id: int) -> None:
+    def native_submitted(self, site: str, job_id: str, native_id: int) -> None:
+        """The site's own id of a job (Slurm's or OAR's), submitted or adopted."""
         self._write("INSERT OR REPLACE INTO slurm_jobs (site, job_id, slurm_id) VALUES (?, ?, ?)",
-                    (site, job_id, slurm_id))
+                    (site, job_id, native_id))
+
+    def slurm_submitted(self, site: str, job_id: str, slurm_id: int) -> None:
+        """A Slurm site's name for :meth:`native_submitted`."""
+        self.native_submitted(site, job_id, slurm_id)
 
     def extensions_added(self, site: str, job_id: str, native_ids: Sequence[int]) -> None:
         """A job's extension jobs (OAR's emulated growth: one single-node job each)."""

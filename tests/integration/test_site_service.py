@@ -264,6 +264,50 @@ def test_the_service_grows_users_jobs_and_survives_restarts(
     assert _job(tb, "vu", alice)["JobState"] == "RUNNING"  # jobs keep running
 
 
+def _rpcs(tb: Testbed, site: str, user: str) -> int:
+    """How many RPCs ``user`` has made to ``site``'s controller (``sdiag``'s count)."""
+    out = tb.exec(site, ["sdiag"], timeout=30, check=True).stdout
+    found = re.search(rf"^\s*{user}\s*\(\s*\d+\) count:(\d+)", out, re.M)
+    return int(found.group(1)) if found else 0
+
+
+def test_sighup_adds_a_site_that_gets_a_job_and_removes_one_no_longer_polled(
+        small_testbed: Testbed, serve: Serve) -> None:
+    tb = small_testbed
+    vu_only = SERVICE.split("[clusters.uva]")[0].format(dir=HOME, poll=2.0)
+    serve.write_config(vu_only)
+    serve.start()
+    wait_for(lambda: bool(serve.pid()), 30, "the service to start")
+    alice = _submit(tb, "uva", "alice", "--min", "1", "--max", "1", "--", "sleep", "600")
+
+    def status() -> dict[str, Any]:
+        return cast(dict[str, Any], json.loads(serve.as_malleable(
+            "malleable", "manager", "status", "--config", serve.config, "--json")))
+
+    wait_for(lambda: status().get("cycles", 0) >= 2, 30, "two cycles over vu alone")
+    assert _job(tb, "uva", alice)["JobState"] == "PENDING"  # uva is not managed yet
+
+    serve.write_config(SERVICE.format(dir=HOME, poll=2.0))  # vu and uva
+    serve.signal("HUP")
+    wait_for(lambda: _job(tb, "uva", alice).get("JobState") == "RUNNING", 60,
+             "alice's uva job placed by the service", explain=serve.text)
+    assert "event=site_added site=uva kind=slurm" in serve.text()
+    assert re.search(rf"event=placed site=uva job=alice:\S+ slurm_id={alice}", serve.text())
+
+    uva_only = vu_only.replace('[clusters.vu]\npartition = "batch"',
+                               '[clusters.uva]\nhost = "uva-ctl"\npartition = "batch"')
+    serve.write_config(uva_only)
+    serve.signal("HUP")
+    wait_for(lambda: [s["name"] for s in status()["sites"]] == ["uva"], 30,
+             "status to show uva alone", explain=serve.text)
+    assert "event=site_removed site=vu" in serve.text()
+    before, cycles = _rpcs(tb, "vu", "malleable"), status()["cycles"]
+    wait_for(lambda: status()["cycles"] >= cycles + 3, 30, "three more cycles")
+    assert _rpcs(tb, "vu", "malleable") == before  # vu is no longer polled
+    assert _job(tb, "uva", alice)["JobState"] == "RUNNING"  # still followed on uva
+    assert status()["jobs"][0]["site"] == "uva"
+
+
 def _result(tb: Testbed, site: str, job: str) -> dict[str, float] | None:
     out = tb.exec(site, ["cat", f"malleable-{job}.result.json"], user="alice", timeout=30)
     return json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else None

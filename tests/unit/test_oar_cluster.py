@@ -26,8 +26,8 @@ class Journal:
         self.parts: dict[int, tuple[str, bool]] = {}  # extension -> (job, released)
         self.failures: list[object] = []
 
-    def slurm_submitted(self, site: str, job_id: str, slurm_id: int) -> None:
-        self.ids[job_id] = slurm_id
+    def native_submitted(self, site: str, job_id: str, native_id: int) -> None:
+        self.ids[job_id] = native_id
 
     def extensions_added(self, site: str, job_id: str, native_ids: Sequence[int]) -> None:
         self.parts.update((n, (job_id, False)) for n in native_ids)

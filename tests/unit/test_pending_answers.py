@@ -321,7 +321,7 @@ def test_manager_run_and_serve_build_slurm_sites_that_answer_expansions_pending(
     build: a plain job's grow offer on a Slurm site is answered PENDING."""
     from malleable.config import SiteConfig
     from malleable.service import build_adapter
-    from malleable.site.daemon import make_adapter
+    from malleable.site.assembly import make_adapter
     from malleable.store import RunInfo
 
     site = SiteConfig("vu")

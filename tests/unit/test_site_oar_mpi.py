@@ -21,8 +21,10 @@ from malleable.config import SiteConfig
 from malleable.realtime import Outcome
 from malleable.site import tag as tags
 from malleable.site.agent import Agent
+from malleable.site.assembly import open_service
 from malleable.site.channel import ChannelError, ChannelServer, Session
-from malleable.site.daemon import ServiceDriver, SiteService, driver_for, open_service
+from malleable.site.daemon import SiteService
+from malleable.site.driver import ServiceDriver, driver_for
 from malleable.site.oaragent import OarOps, extension_name
 from malleable.site.oarsite import MPI_GROW_WAIT, SiteOar
 from tests.fakes.oar import FakeOar, FakeOarJob

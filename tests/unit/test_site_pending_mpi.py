@@ -22,8 +22,10 @@ from malleable.config import SiteConfig
 from malleable.realtime import Outcome
 from malleable.site import tag as tags
 from malleable.site.adapter import SiteSlurm
+from malleable.site.assembly import open_service
 from malleable.site.config import parse_service_config
-from malleable.site.daemon import ServiceDriver, SiteService, driver_for, open_service
+from malleable.site.daemon import SiteService
+from malleable.site.driver import ServiceDriver, driver_for
 from tests.fakes.slurm import FakeSlurm, node_names
 
 ACCOUNT = "malleable"

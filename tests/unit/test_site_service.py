@@ -19,8 +19,10 @@ from malleable.config import SiteConfig
 from malleable.model import JobKind, JobSpec
 from malleable.realtime import Outcome
 from malleable.site import tag as tags
+from malleable.site.assembly import open_service
 from malleable.site.config import parse_service_config
-from malleable.site.daemon import ServiceDriver, SiteService, driver_for, open_service
+from malleable.site.daemon import SiteService
+from malleable.site.driver import ServiceDriver, driver_for
 from tests.fakes.slurm import FakeSlurm, node_names, settle
 
 ACCOUNT = "malleable"
@@ -520,4 +522,33 @@ def test_an_mpi_job_on_a_dead_node_is_left_to_slurm(tmp_path: Path) -> None:
     assert [(e["action"], e["reason"]) for e in adapter.node_failures] == [
         ("none", "an --mpi job lost ranks with the node: Slurm ends it NODE_FAIL")]
     assert len(alice.nodes) == 3 and _touched(fake, alice.job_id) == []
+    service.close()
+
+
+def test_a_reload_adds_a_site_that_is_placed_on_and_removes_one_no_longer_polled(
+        tmp_path: Path) -> None:
+    sites = Sites("a", "b", nodes=4)
+    state = tmp_path / "state.sqlite"
+    service = open_service(_config(tmp_path, ("a",)), sites.ctl)  # type: ignore[arg-type]
+    driver = driver_for(service)
+    sites.fakes["a"].add_job(4, "", user="carol")  # a is full: nothing is placed there
+    job = _submit(sites.fakes["b"], "alice", 2, 2, 2)
+    _cycle(driver)
+    assert sites.fakes["b"].calls == [] and job.state == "PENDING"
+    (tmp_path / "manager.toml").write_text(
+        f'[service]\nstate = "{state}"\npoll = 1.0\n'
+        '[policy]\nname = "fpsma"\n[clusters.a]\n[clusters.b]\n')
+    assert service.reload(driver)
+    _cycle(driver, 2)
+    assert job.state == "RUNNING" and service.manager.cluster_of(
+        f"alice:b.{job.job_id}") == "b"
+    (tmp_path / "manager.toml").write_text(
+        f'[service]\nstate = "{state}"\npoll = 1.0\n'
+        '[policy]\nname = "fpsma"\n[clusters.b]\n')
+    assert service.reload(driver)
+    polled = len(sites.fakes["a"].calls)
+    _cycle(driver, 2)
+    assert sites.fakes["a"].calls[polled:] == []
+    assert service.manager.sites() == ["b"] and list(driver.manager.clusters) == ["b"]
+    assert [s["name"] for s in service.status()["sites"]] == ["b"]
     service.close()

@@ -22,13 +22,9 @@ from malleable.model import JobState
 from malleable.realtime import Outcome
 from malleable.resources import Capability
 from malleable.site import tag as tags
-from malleable.site.daemon import (
-    ServiceDriver,
-    SiteService,
-    driver_for,
-    make_adapter,
-    open_service,
-)
+from malleable.site.assembly import make_adapter, open_service
+from malleable.site.daemon import SiteService
+from malleable.site.driver import ServiceDriver, driver_for
 from malleable.site.oarsite import SiteOar
 from tests.fakes.oar import FakeOar, FakeOarJob
 from tests.fakes.service_config import ACCOUNT, service_config
@@ -454,7 +450,7 @@ def test_log_lines_and_status_name_a_job_s_id_by_its_site_s_kind(
     status = service.status()
     assert {s["name"]: s["kind"] for s in status["sites"]} == {"grid": "oar", "vu": "slurm"}
     [job] = status["jobs"]
-    assert (job["site"], job["native_id"]) == (placed, service.adapters[placed].slurm_id(
+    assert (job["site"], job["native_id"]) == (placed, service.adapters[placed].native_id(
         "alice:k1")) and "slurm_id" not in job
     service.close()
     _print_status({**status, "running": True, "stale": False, "pending_resizes": []})

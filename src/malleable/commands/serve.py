@@ -62,8 +62,9 @@ def serve(args: argparse.Namespace) -> int:
     import os
 
     from malleable.site import statedir
+    from malleable.site.assembly import open_service
     from malleable.site.config import load_service_config
-    from malleable.site.daemon import driver_for, open_service
+    from malleable.site.driver import driver_for
 
     config = load_service_config(args.config)
     if os.geteuid() == 0 and not args.allow_root:
@@ -116,7 +117,7 @@ def serve(args: argparse.Namespace) -> int:
 
 def status(args: argparse.Namespace) -> int:
     from malleable.site.config import load_service_config
-    from malleable.site.daemon import read_status
+    from malleable.site.status import read_status
 
     found = read_status(load_service_config(args.config))
     if args.json:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +14,6 @@ from malleable.commands.common import (
     policy_from_args,
     print_summary,
 )
-from malleable.errors import InputError
 from malleable.workloads.koala import KOALA_WORKLOADS
 
 if TYPE_CHECKING:
@@ -54,23 +52,11 @@ def register(sub: Any) -> None:
 
 
 def _config(args: argparse.Namespace) -> SimConfig:
-    from malleable.policies.registry import parse_options
-    from malleable.sim.background import BackgroundSpec
-    from malleable.sim.model_options import model_options
-    from malleable.sim.run import SimConfig
+    from malleable.service import sim_config
 
-    for flag in ("reconfig_cost", "release_delay", "background"):
-        value = getattr(args, flag)
-        if value < 0 or not math.isfinite(value):
-            raise InputError(f"--{flag.replace('_', '-')} must be a non-negative number")
-    background = BackgroundSpec(interarrival=args.background) if args.background > 0 else None
-    try:
-        options = parse_options(args.model_options)
-    except InputError as exc:
-        raise InputError(str(exc).replace("--policy-option", "--model-option")) from None
-    model = model_options(options) if options else None
-    return SimConfig(reconfig_cost=args.reconfig_cost, release_delay=args.release_delay,
-                     background=background, seed=args.seed, timeline=False, model=model)
+    return sim_config(reconfig_cost=args.reconfig_cost, release_delay=args.release_delay,
+                      background=args.background, seed=args.seed,
+                      model_options=args.model_options)
 
 
 def run(args: argparse.Namespace) -> int:

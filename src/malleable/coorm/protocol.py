@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from malleable.coorm.profile import Cap, Steps
+from malleable.workloads.filters import Filter as Filter  # re-exported: the protocol sends it
 
 VERSION = 1
 
@@ -35,24 +36,6 @@ class ProtocolError(ValueError):
 
 
 # ------------------------------------------------------------------------- data types
-
-
-@dataclass(frozen=True, slots=True)
-class Filter:
-    """FILTER: which clusters a launcher wants views of (JSDL-like minimums)."""
-
-    min_hosts: int = 1
-    min_speed: float = 0.0
-    min_cores_per_host: int = 1
-    min_ram_per_host_mb: int = 0
-    clusters: tuple[str, ...] | None = None
-    """Explicit cluster ids to consider (None: every cluster)."""
-
-    def accepts(self, info: ClusterInfo) -> bool:
-        return (info.hosts >= self.min_hosts and info.speed >= self.min_speed
-                and info.cores_per_host >= self.min_cores_per_host
-                and info.ram_per_host_mb >= self.min_ram_per_host_mb
-                and (self.clusters is None or info.cid in self.clusters))
 
 
 @dataclass(frozen=True, slots=True)

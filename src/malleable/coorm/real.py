@@ -29,12 +29,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from malleable.adapters.oar.cluster import OarCluster
+from malleable.adapters.oar.ctl import OarCtl
 from malleable.adapters.slurm import Payload, SlurmCluster
-from malleable.adapters.slurm.ctl import Poll
+from malleable.adapters.slurm.ctl import Poll, SlurmCtl
 from malleable.adapters.slurm.parse import holds_nodes
-from malleable.adapters.slurm.sites import ctl_for
 from malleable.clock import ScaledClock
-from malleable.config import ClustersConfig
+from malleable.config import ClustersConfig, SiteConfig
 from malleable.coorm.core import CooRMCore, CoreConfig, Outgoing
 from malleable.coorm.oar_views import OarWalltimePayload, busy_from_oar_poll
 from malleable.coorm.policy import Busy
@@ -42,6 +42,7 @@ from malleable.coorm.protocol import ClusterInfo, KillNotify, StartNotify
 from malleable.coorm.resources import Platform, hierarchical_links
 from malleable.coorm.sources import OVERRUN_GRACE
 from malleable.errors import ExternalError
+from malleable.kinds import Context, build, builder
 from malleable.model import JobKind, JobSpec
 
 logger = logging.getLogger(__name__)
@@ -51,6 +52,8 @@ STABLE_OFFSET = 1.0
 
 #: The adapter of a site CooRM serves, by the site's kind.
 RealSite = SlurmCluster | OarCluster
+#: How CooRM reads one site (the registry's ``coorm_busy`` builder of its kind).
+BusyReader = Callable[[str, RealSite, float, float, set[int]], list[Busy]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,12 +162,22 @@ class RealCapSource:
         return out
 
     def _site_busy(self, cid: str, site: RealSite, now: float) -> list[Busy]:
-        if isinstance(site, OarCluster):
-            return busy_from_oar_poll(cid, site.ctl.poll(), now, self.epoch_offset(now),
-                                      managed=self.managed[cid])
-        return busy_from_poll(cid, site.ctl.poll(), now, self.epoch_offset(now),
-                              reserve=site.reserve, partition=site.ctl.partition,
-                              managed=self.managed[cid])
+        kind = getattr(site, "kind", "slurm")  # a site with no kind reads as before: Slurm
+        read: BusyReader = builder(kind, "coorm_busy", "CooRM's real mode")
+        return read(cid, site, now, self.epoch_offset(now), self.managed[cid])
+
+
+def slurm_busy(cid: str, site: SlurmCluster, now: float, offset: float,
+               managed: set[int]) -> list[Busy]:
+    """CooRM's view of a Slurm site (the registry's ``coorm_busy`` of ``slurm``)."""
+    return busy_from_poll(cid, site.ctl.poll(), now, offset, reserve=site.reserve,
+                          partition=site.ctl.partition, managed=managed)
+
+
+def oar_busy(cid: str, site: OarCluster, now: float, offset: float,
+             managed: set[int]) -> list[Busy]:
+    """CooRM's view of an OAR site (the registry's ``coorm_busy`` of ``oar``)."""
+    return busy_from_oar_poll(cid, site.ctl.poll(), now, offset, managed=managed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,9 +198,7 @@ class Submission:
 
 def native_id(site: RealSite, job_id: str) -> int | None:
     """The site's id of a job its adapter submitted (Slurm's job id, or OAR's)."""
-    if isinstance(site, OarCluster):
-        return site.native_id(job_id)
-    return site.slurm_id(job_id)
+    return site.native_id(job_id)
 
 
 class RealCoorm(CooRMCore):
@@ -249,20 +260,23 @@ class RealCoorm(CooRMCore):
 
 
 def real_sites(config: ClustersConfig, run_id: str | None = None) -> dict[str, RealSite]:
-    """One adapter per configured site, by its kind, with a run tag of their own (no I/O)."""
-    from malleable.adapters.oar.sites import oar_ctl_for
+    """One adapter per configured site, from the adapter registry, with a run tag of their
+    own (no I/O)."""
+    context = Context(ScaledClock(time.time(), 1.0), run_id or f"coorm{secrets.token_hex(3)}")
+    return {s.name: build("coorm", s, context, what=f"clusters.{s.name}.kind (CooRM)")
+            for s in config.sites}
 
-    tag = run_id or f"coorm{secrets.token_hex(3)}"
-    clock = ScaledClock(time.time(), 1.0)
-    out: dict[str, RealSite] = {}
-    for s in config.sites:
-        if s.kind == "oar":
-            out[s.name] = OarCluster(s.name, oar_ctl_for(s), clock, tag, OarWalltimePayload(),
-                                     reserve=s.reserve, speed=s.speed)
-        else:
-            out[s.name] = SlurmCluster(s.name, ctl_for(s), clock, tag, WalltimePayload(),
-                                       reserve=s.reserve, speed=s.speed)
-    return out
+
+def slurm_site(site: SiteConfig, ctl: SlurmCtl, context: Context) -> SlurmCluster:
+    """A Slurm site of CooRM's real mode (the registry's ``coorm`` builder of ``slurm``)."""
+    return SlurmCluster(site.name, ctl, context.clock, context.run_id, WalltimePayload(),
+                        reserve=site.reserve, speed=site.speed)
+
+
+def oar_site(site: SiteConfig, ctl: OarCtl, context: Context) -> OarCluster:
+    """An OAR site of CooRM's real mode (the registry's ``coorm`` builder of ``oar``)."""
+    return OarCluster(site.name, ctl, context.clock, context.run_id, OarWalltimePayload(),
+                      reserve=site.reserve, speed=site.speed)
 
 
 def real_core(config: ClustersConfig, core_config: CoreConfig | None = None) -> RealCoorm:

@@ -33,17 +33,20 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import malleable.adapters.slurm.meta as meta
+from malleable.adapters.outcomes import Outcome, ResizeResult
 from malleable.adapters.slurm.cluster import SlurmCluster, _Mine
 from malleable.adapters.slurm.ctl import Poll
 from malleable.adapters.slurm.parse import SlurmJob, holds_nodes
-from malleable.adapters.slurm.resize import Outcome, ResizeResult
 from malleable.errors import ExternalError
-from malleable.model import JobKind, JobSpec, JobState
+from malleable.model import JobSpec, JobState
 from malleable.resources import JobEvent
 from malleable.runner.job import Change, MpiJob
 from malleable.runner.launch import Launch
 from malleable.site import tag as tags
 from malleable.site.channel import ChannelError, ChannelServer, RelayShell
+from malleable.site.port import Counters
+from malleable.site.port import Found as Found  # re-exported (its old home)
+from malleable.site.port import service_id as service_id
 
 logger = logging.getLogger(__name__)
 
@@ -53,35 +56,8 @@ HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
 ADMIN_HOLD = "JobHeldAdmin"
 
 
-@dataclass(frozen=True, slots=True)
-class Found:
-    """A tagged user job seen in this poll."""
-
-    job_id: str
-    """The service's id of the job: ``USER:SUB`` (``USER:SITE.SLURMID`` without ``sub``)."""
-    site: str
-    slurm_id: int
-    user: str
-    tag: tags.UserTag
-    nodes: int
-    running: bool
-    held: bool
-
-    def spec(self, now: float) -> JobSpec:
-        """The job for the manager's queue (its initial size: Slurm's node count)."""
-        initial = min(max(self.nodes, self.tag.min_size), self.tag.max_size)
-        return JobSpec(self.job_id, JobKind.MALLEABLE, self.tag.min_size, self.tag.max_size,
-                       initial, submit_time=max(0.0, now), app=self.tag.app,
-                       preferred_size=self.tag.preferred, user=self.user)
-
-
-def service_id(user: str, site: str, slurm_id: int, sub: str | None) -> str:
-    """The service's id of a user job (copies of one submission share it)."""
-    return f"{user}:{sub}" if sub else f"{user}:{site}.{slurm_id}"
-
-
 @dataclass
-class SiteSlurm(SlurmCluster):
+class SiteSlurm(SlurmCluster, Counters):
     """A Slurm site of the site service (see the module docstring)."""
 
     kind: ClassVar[str] = "slurm"

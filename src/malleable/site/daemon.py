@@ -21,44 +21,40 @@ workload of its own):
 4. the status file and the metrics are updated; a SIGHUP asks for a reload.
 
 State is the SQLite journal of :mod:`malleable.store`; after any stop (SIGTERM, a
-crash, SIGKILL) the same config takes everything up again (:func:`open_service`).
+crash, SIGKILL) the same config takes everything up again
+(:func:`malleable.site.assembly.open_service`).
+
+The service is four modules, one per job: this one holds its state (:class:`SiteService`:
+discovery, counters, status, reload), :mod:`~malleable.site.assembly` makes it from its
+config (the sites from the adapter registry, :mod:`malleable.kinds`),
+:mod:`~malleable.site.driver` runs it, :mod:`~malleable.site.status` writes and reads its
+status file.
 """
 
 from __future__ import annotations
 
-import getpass
-import json
 import logging
 import os
-import secrets
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from malleable.adapters.oar.ctl import OarCtl
-from malleable.adapters.oar.sites import oar_ctl_for
-from malleable.adapters.pending import Negotiations
-from malleable.adapters.slurm.ctl import SlurmCtl
-from malleable.adapters.slurm.resize import ResizeResult
-from malleable.adapters.slurm.sites import ctl_for
+from malleable.adapters.outcomes import ResizeResult
 from malleable.clock import ScaledClock
 from malleable.config import SiteConfig
-from malleable.errors import InputError, MalleableError
+from malleable.errors import MalleableError
 from malleable.health import SiteHealth
 from malleable.manager import Manager
 from malleable.policies.registry import PolicySpec
-from malleable.realtime import Outcome, RealtimeDriver
-from malleable.site import statedir
-from malleable.site.adapter import Found, SiteSlurm
+from malleable.realtime import RealtimeDriver
 from malleable.site.channel import ChannelServer, Decoded, NotNow, native_key, unmunge
 from malleable.site.config import ServiceConfig, load_service_config
 from malleable.site.metrics import ServiceMetrics
-from malleable.site.oarsite import SiteOar
 from malleable.site.placement import CopiesPolicy
-from malleable.store import RunInfo, Store, resume
+from malleable.site.port import Found, ServiceSite
+from malleable.site.status import write_status
+from malleable.store import RunInfo, Store
 
 logger = logging.getLogger(__name__)
 
@@ -72,14 +68,9 @@ KEEP_FINISHED_JOBS = 100
 #: memory (trimmed back to this many; the journal has them all).
 KEEP_HISTORY = 100
 
-CtlFactory = Callable[[SiteConfig], SlurmCtl | OarCtl]
-#: The service's adapter of one site, by its kind.
-ServiceSite = SiteSlurm | SiteOar
-
-
-def site_ctl(site: SiteConfig) -> SlurmCtl | OarCtl:
-    """A site's commands by its kind (no I/O yet)."""
-    return oar_ctl_for(site) if site.kind == "oar" else ctl_for(site)
+#: Makes the service's adapter of a site (a site added by a reload;
+#: :func:`malleable.site.assembly.open_service` gives one).
+SiteFactory = Callable[[SiteConfig], ServiceSite]
 
 
 @dataclass
@@ -95,7 +86,8 @@ class SiteService:
     copies: dict[str, frozenset[str]]
     """The sites where each waiting job's copies were found."""
     metrics: ServiceMetrics
-    ctl_factory: CtlFactory = site_ctl
+    make_site: SiteFactory | None = None
+    """Makes the adapter of a site a reload adds (None: sites are not added)."""
     channel: ChannelServer | None = None
     started: float = field(default_factory=time.time)
     cycles: int = 0
@@ -130,7 +122,7 @@ class SiteService:
 
     def fresh(self, name: str) -> bool:
         """Whether the site answered this cycle's poll."""
-        health = self.manager.health.get(name)
+        health = self.manager.health_of(name)
         return health is None or (health.online and not health.busy)
 
     def discover(self, now: float) -> None:
@@ -169,12 +161,12 @@ class SiteService:
 
     def _waiting(self, adapter: ServiceSite, found: Found, now: float,
                  copies: dict[str, set[str]]) -> None:
-        record = self.manager.records.get(found.job_id)
+        record = self.manager.record(found.job_id)
         if record is None:
             self.manager.submit(found.spec(now))
             logger.info("event=adopted job=%s user=%s site=%s %s=%d state=waiting "
                         "min=%d max=%d", found.job_id, found.user, found.site, adapter.id_key,
-                        found.slurm_id, found.tag.min_size, found.tag.max_size)
+                        found.native_id, found.tag.min_size, found.tag.max_size)
         elif record.state.finished:
             return
         placed = self.manager.cluster_of(found.job_id)
@@ -184,13 +176,13 @@ class SiteService:
                 self._announced[found.job_id] = max(self._announced.get(found.job_id, 0),
                                                     found.tag.copies)
             return
-        followed = self.adapters[placed].slurm_id(found.job_id) if placed in self.adapters \
+        followed = self.adapters[placed].native_id(found.job_id) if placed in self.adapters \
             else None
         # native ids are per site: the copy placed is the same site's same id
-        if followed is not None and (placed, followed) != (adapter.name, found.slurm_id):
+        if followed is not None and (placed, followed) != (adapter.name, found.native_id):
             logger.info("event=copy_cancel job=%s site=%s %s=%d placed_on=%s",
-                        found.job_id, adapter.name, adapter.id_key, found.slurm_id, placed)
-            adapter.cancel_copy(found.slurm_id)
+                        found.job_id, adapter.name, adapter.id_key, found.native_id, placed)
+            adapter.cancel_copy(found.native_id)
 
     def _offer(self, now: float) -> None:
         """The policy's map of copies: a job whose tag announced more copies than were
@@ -218,7 +210,8 @@ class SiteService:
         """Whether the grace for the missing copies of ``job_id`` has run out (logged once)."""
         if job_id in self._missing:
             return True
-        waited = now - self.manager.records[job_id].spec.submit_time
+        record = self.manager.record(job_id)
+        waited = now - record.spec.submit_time if record is not None else 0.0
         if waited < self.config.copies_grace:
             return False
         self._missing.add(job_id)
@@ -229,26 +222,26 @@ class SiteService:
         return True
 
     def _running(self, adapter: ServiceSite, found: Found, now: float) -> None:
-        record = self.manager.records.get(found.job_id)
+        record = self.manager.record(found.job_id)
         if record is None:
             self.manager.submit(found.spec(now))
         elif record.state.finished:
             return
         if self.manager.take_placed(found.job_id, adapter.name, found.nodes, now):
-            adapter.adopt(found.spec(now), found.slurm_id, requested=found.nodes)
-            self.store.slurm_submitted(adapter.name, found.job_id, found.slurm_id)
+            adapter.adopt(found.spec(now), found.native_id, requested=found.nodes)
+            self.store.native_submitted(adapter.name, found.job_id, found.native_id)
             logger.info("event=adopted job=%s user=%s site=%s %s=%d state=running "
                         "nodes=%d", found.job_id, found.user, adapter.name, adapter.id_key,
-                        found.slurm_id, found.nodes)
+                        found.native_id, found.nodes)
             return
         placed = self.manager.cluster_of(found.job_id)
-        mine = self.adapters[placed].slurm_id(found.job_id) if placed in self.adapters else None
-        here = (adapter.name, found.slurm_id)
+        mine = self.adapters[placed].native_id(found.job_id) if placed in self.adapters else None
+        here = (adapter.name, found.native_id)
         if (placed, mine) != here and here not in self._duplicates:
             self._duplicates.add(here)
             logger.warning("event=duplicate job=%s site=%s %s=%d reason='another copy "
                            "of the job runs; this one is left alone'", found.job_id,
-                           adapter.name, adapter.id_key, found.slurm_id)
+                           adapter.name, adapter.id_key, found.native_id)
 
     # ------------------------------------------------------------ after each cycle
 
@@ -273,14 +266,13 @@ class SiteService:
                                             outcome=result.outcome.value).inc()
             self._counted[name] = len(adapter.resizes)
             if len(adapter.resizes) > 2 * KEEP_HISTORY:  # the journal has them all
-                del adapter.resizes[:-KEEP_HISTORY]
+                adapter.trim_resizes(KEEP_HISTORY)
                 self._counted[name] = len(adapter.resizes)
             seen = self._ignored.get(name, 0)
             if len(adapter.ignored) > seen:
                 self.metrics.ignored.inc(len(adapter.ignored) - seen)
             self._ignored[name] = len(adapter.ignored)
-            self.metrics.placements.inc(adapter.placements)
-            adapter.placements = 0
+            self.metrics.placements.inc(adapter.take_placements())
 
     def _count_jobs(self) -> None:
         waiting = self.manager.waiting
@@ -296,7 +288,7 @@ class SiteService:
         again."""
         shown = {f.job_id for a in self.adapters.values() for f in a.found.values()}
         ended = sorted(((r.end if r.end is not None else now, job_id)
-                        for job_id, r in self.manager.records.items() if r.state.finished),
+                        for job_id, r in self.manager.job_records().items() if r.state.finished),
                        reverse=True)
         old = {job_id for i, (end, job_id) in enumerate(ended)
                if (i >= KEEP_FINISHED_JOBS or now - end > KEEP_FINISHED)
@@ -305,9 +297,8 @@ class SiteService:
             self.manager.forget(old)
             for adapter in self.adapters.values():
                 adapter.forget(old)
-        if len(self.manager.operations) > 2 * KEEP_HISTORY:
-            del self.manager.operations[:-KEEP_HISTORY]
-        running = {(a.name, f.slurm_id) for a in self.adapters.values()
+        self.manager.trim_operations(KEEP_HISTORY, above=2 * KEEP_HISTORY)
+        running = {(a.name, f.native_id) for a in self.adapters.values()
                    for f in a.found.values() if f.running}
         self._duplicates &= running
 
@@ -334,7 +325,7 @@ class SiteService:
 
     def _site_status(self, name: str) -> dict[str, Any]:
         adapter = self.adapters[name]
-        health = self.manager.health.get(name, SiteHealth(name))
+        health = self.manager.health_of(name) or SiteHealth(name)
         view = adapter.last_view
         return {"name": name, "online": self.fresh(name), "last_error": health.last_error,
                 "failures": health.total_failures, "nodes": view.nodes if view else None,
@@ -344,12 +335,12 @@ class SiteService:
                 "admin_held": sorted(getattr(adapter, "admin_held", ()))}
 
     def _jobs(self) -> Iterator[dict[str, Any]]:
-        for job_id, record in self.manager.records.items():
+        for job_id, record in self.manager.job_records().items():
             site = self.manager.cluster_of(job_id)
             adapter = self.adapters.get(site or "")
             sizes = record.sizes
             yield {"id": job_id, "user": record.spec.user, "state": record.state.value,
-                   "site": site, "native_id": adapter.slurm_id(job_id) if adapter else None,
+                   "site": site, "native_id": adapter.native_id(job_id) if adapter else None,
                    "size": sizes[-1][1] if sizes and not record.state.finished else 0,
                    "min": record.spec.min_size, "max": record.spec.max_size,
                    "copies": sorted(self.copies.get(job_id, ())),
@@ -365,15 +356,15 @@ class SiteService:
         self.reload_requested = False
         try:
             new = load_service_config(self.config.source)
-            spec = new.clusters.policy or _default_policy()
+            spec = new.clusters.policy or default_policy()
             policy = spec.build(new.source)
         except MalleableError as exc:
             logger.error("event=reload_failed reason=%r (the running config is kept)", str(exc))
             return False
         if new.state != self.config.state or new.metrics != self.config.metrics:
             logger.warning("event=reload_partial reason='state and metrics need a restart'")
-        self.manager.policy = CopiesPolicy(policy, self.offered)
-        self._reload_sites(new)
+        self.manager.set_policy(CopiesPolicy(policy, self.offered))
+        self._reload_sites(new, driver)
         if driver is not None:
             driver.poll_interval = new.poll
         self.config = new
@@ -381,25 +372,33 @@ class SiteService:
                     ",".join(self.adapters))
         return True
 
-    def _reload_sites(self, new: ServiceConfig) -> None:
+    def _reload_sites(self, new: ServiceConfig, driver: RealtimeDriver | None) -> None:
+        """Sites removed from the config leave the manager (unless it still runs managed
+        jobs there: kept, logged); sites added join it (observed and placed on from the
+        next cycle); the others take their new reserve."""
         wanted = {site.name: site for site in new.clusters.sites}
         for name in [n for n in self.adapters if n not in wanted]:
-            busy = any(self.manager.cluster_of(j) == name and not r.state.finished
-                       for j, r in self.manager.records.items())
-            if busy:
+            if self.manager.jobs_on(name):
                 logger.warning("event=site_kept site=%s reason='it still runs managed jobs'",
                                name)
                 continue
+            self.manager.remove_site(name)
             self.adapters.pop(name).close()
-            self.manager.health.pop(name, None)
+            logger.info("event=site_removed site=%s", name)
         for name, site in wanted.items():
             if name in self.adapters:
                 self.adapters[name].reserve = site.reserve
-            else:
-                self.adapters[name] = make_adapter(site, self.clock, self.info, self.store,
-                                                   self.ctl_factory)
-                self.adapters[name].channel = self.channel
-                self.manager.health.setdefault(name, SiteHealth(name))
+                continue
+            if self.make_site is None:
+                logger.warning("event=site_not_added site=%s reason='this service cannot "
+                               "make sites'", name)
+                continue
+            adapter = self.make_site(site)
+            adapter.channel = self.channel
+            self.manager.add_site(name, adapter,
+                                  driver.new_health(name) if driver is not None else None)
+            self.adapters[name] = adapter
+            logger.info("event=site_added site=%s kind=%s", name, adapter.kind)
 
     def close(self) -> None:
         if self.channel is not None:
@@ -414,150 +413,5 @@ def _kind(result: ResizeResult) -> str:
     return "grow" if result.target > result.before else "shrink"
 
 
-def _default_policy() -> PolicySpec:
+def default_policy() -> PolicySpec:
     return PolicySpec("fpsma")  # as `manager run` (malleable.service.DEFAULT_POLICY)
-
-
-def make_adapter(site: SiteConfig, clock: ScaledClock, info: RunInfo, store: Store,
-                 ctl_factory: CtlFactory = site_ctl) -> ServiceSite:
-    """The service's adapter of one site, by its kind (Slurm or OAR: InputError otherwise)."""
-    if site.kind not in ("slurm", "oar"):
-        raise InputError(f"clusters.{site.name}.kind: the site service drives Slurm and OAR "
-                         f"sites, not {site.kind!r}")
-    ctl = ctl_factory(site)
-    if site.kind == "oar":
-        if not isinstance(ctl, OarCtl):
-            raise TypeError(f"site {site.name}: an OAR site needs OAR commands, not {ctl!r}")
-        account = getpass.getuser() if site.ssh is None else site.ssh.user
-        return SiteOar(site.name, ctl, clock, info.run_id, reserve=site.reserve,
-                       speed=site.speed, journal=store, account=account)
-    if not isinstance(ctl, SlurmCtl):
-        raise TypeError(f"site {site.name}: a Slurm site needs Slurm commands, not {ctl!r}")
-    return SiteSlurm(site.name, ctl, clock, info.run_id, reserve=site.reserve,
-                     speed=site.speed, journal=store, negotiations=Negotiations(site.name),
-                     pending_expansions=True)
-
-
-def open_service(config: ServiceConfig, ctl_factory: CtlFactory = site_ctl,
-                 metrics: ServiceMetrics | None = None,
-                 wall: Callable[[], float] = time.time) -> SiteService:
-    """The service from its config: a new journal, or the one at ``state`` resumed (its
-    clock reads ``wall``, the epoch time)."""
-    spec = config.clusters.policy or _default_policy()
-    policy = spec.build(config.source)
-    statedir.prepare(config)  # modes 0700/0600 whatever the umask; refuses a shared dir
-    store = Store.open(config.state)
-    statedir.narrow(config.state, statedir.modes(config)[1])
-    info = store.run_info()
-    if info is None:
-        info = RunInfo(secrets.token_hex(4), time.time(), 1.0, "", spec.name, WORKLOAD,
-                       dict(spec.options))
-        store.begin_run(info, [])
-    elif info.workload != WORKLOAD:
-        store.close()
-        raise InputError(f"the state file holds a `manager run` of workload {info.workload!r}, "
-                         "not a site service: use another service.state", source=config.source)
-    clock = ScaledClock(info.epoch0, 1.0, wall)
-    adapters = {site.name: make_adapter(site, clock, info, store, ctl_factory)
-                for site in config.clusters.sites}
-    copies: dict[str, frozenset[str]] = {}
-    offered: dict[str, frozenset[str]] = {}
-    manager = Manager(CopiesPolicy(policy, offered), adapters, max_tries=config.max_tries,
-                      journal=store)
-    if store.submitted():
-        found = resume(store, manager, adapters)
-        logger.info("event=resumed run=%s jobs=%d followed=%d waiting=%d "
-                    "interrupted_resizes=%d", info.run_id, found.jobs, found.followed,
-                    found.waiting, found.interrupted_resizes)
-    channel = None
-    if config.channel is not None:
-        channel = ChannelServer(*config.channel)
-        for adapter in adapters.values():
-            adapter.channel = channel
-    return SiteService(config, store, info, clock, adapters, manager, copies,
-                       metrics or ServiceMetrics(), ctl_factory, channel, offered=offered)
-
-
-@dataclass
-class ServiceDriver(RealtimeDriver):
-    """The real-time driver with no workload: discovery after each poll, never done."""
-
-    service: SiteService | None = None
-
-    @property
-    def finished(self) -> bool:
-        return False
-
-    def _prefetch(self, pool: ThreadPoolExecutor) -> None:
-        super()._prefetch(pool)
-        if self.service is not None:
-            self.service.discover(self.clock.now())
-
-    def _cycle(self, pool: ThreadPoolExecutor, outcome: Outcome) -> None:
-        super()._cycle(pool, outcome)
-        seconds = outcome.cycle_seconds.pop() if outcome.cycle_seconds else 0.0
-        if self.service is not None:
-            self.service.after_cycle(seconds)
-            if self.service.reload_requested:
-                self.service.reload(self)
-
-
-def driver_for(service: SiteService, site_timeout: float | None = None) -> ServiceDriver:
-    """The driver of a service (a site that stays down is never given up by default: the
-    service keeps trying; a poll slower than the period, up to 10 s, is waited for rather
-    than the site marked unavailable)."""
-    return ServiceDriver(service.manager, service.clock, (), service.config.poll,
-                         site_timeout=site_timeout, service=service,
-                         poll_timeout=max(10.0, 2 * service.config.poll))
-
-
-def write_status(path: Path, status: dict[str, Any]) -> None:
-    """Write the status file atomically (readers never see half of it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(status, indent=1) + "\n")
-    os.chmod(tmp, 0o600 | (os.stat(path.parent).st_mode & 0o040))  # the directory's group
-    os.replace(tmp, path)
-
-
-def read_status(config: ServiceConfig) -> dict[str, Any]:
-    """The last status the service wrote, with ``running`` (its pid alive and recent)
-    and the journal's resizes in flight; InputError when it never ran."""
-    path = config.status_path
-    try:
-        status: dict[str, Any] = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"no status file {path}: the service has not run with this "
-                         "config yet", source=config.source) from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"cannot read the status file {path}: {exc}",
-                         source=config.source) from None
-    status["running"] = _alive(int(status.get("pid", 0)))
-    last = status.get("last_cycle") or 0.0
-    status["stale"] = time.time() - float(last) > 3 * float(status.get("poll", 5.0)) + 10
-    status["pending_resizes"] = _open_resizes(config.state)
-    return status
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _open_resizes(state: Path) -> list[dict[str, Any]]:
-    if not state.exists():
-        return []
-    store = Store.open(state)
-    try:
-        return [{"site": site, "job": job, "slurm_id": slurm}
-                for _token, site, job, slurm in store.open_resizes()]
-    finally:
-        store.close()
-

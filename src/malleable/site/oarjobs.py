@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from malleable.adapters.oar.parse import OarJob
 from malleable.model import JobState
 from malleable.site import tag as tags
-from malleable.site.adapter import service_id
+from malleable.site.port import service_id
 
 
 @dataclass(frozen=True, slots=True)

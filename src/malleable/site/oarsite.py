@@ -49,16 +49,16 @@ from typing import ClassVar
 from malleable.adapters.oar.cluster import OarCluster, _Mine
 from malleable.adapters.oar.ctl import Poll
 from malleable.adapters.oar.parse import OarJob
-from malleable.adapters.slurm.resize import ResizeResult
+from malleable.adapters.outcomes import ResizeResult
 from malleable.errors import ExternalError
 from malleable.model import JobKind, JobSpec, JobState, RunningJob
 from malleable.resources import Capability, JobEvent
 from malleable.runner.job import Change
-from malleable.site.adapter import Found
 from malleable.site.channel import ChannelError, ChannelServer, Session
 from malleable.site.oaragent import extension_name, size_text
 from malleable.site.oarjobs import OarTagged, discover
 from malleable.site.oarmpi import AgentOarMpiJob, agent_mpi_job
+from malleable.site.port import Counters, Found
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ MPI_GROW_WAIT = 60.0
 
 
 @dataclass
-class SiteOar(OarCluster):
+class SiteOar(OarCluster, Counters):
     """An OAR site of the site service (see the module docstring)."""
 
     kind: ClassVar[str] = "oar"
@@ -231,7 +231,7 @@ class SiteOar(OarCluster):
             self._mpi.add(spec.id)
         self.adopt(spec, copy.slurm_id, requested=copy.nodes)
         if self.journal is not None:
-            self.journal.slurm_submitted(self.name, spec.id, copy.slurm_id)
+            self.journal.native_submitted(self.name, spec.id, copy.native_id)
         del self.found[copy.slurm_id]
         self.placements += 1
         logger.info("event=placed site=%s job=%s oar_id=%d nodes=%d", self.name, spec.id,
@@ -409,10 +409,6 @@ class SiteOar(OarCluster):
             return
         self._deleted.add(oar_id)
         logger.info("event=copy_cancelled site=%s oar_id=%d", self.name, oar_id)
-
-    def slurm_id(self, job_id: str) -> int | None:
-        """The OAR id of a job this site runs (the service's name for a native id)."""
-        return self.native_id(job_id)
 
     def owner(self, oar_id: int) -> tuple[str, bool] | None:
         """A tagged job's owner (oarstat's) and whether it runs an agent (its range is not

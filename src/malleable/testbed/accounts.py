@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from malleable.errors import ExternalError
 
 if TYPE_CHECKING:
-    from malleable.testbed.runtime import Testbed
+    from malleable.testbed.handle import TestbedHandle as Testbed
 
 logger = logging.getLogger(__name__)
 

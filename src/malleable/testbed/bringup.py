@@ -31,8 +31,9 @@ from malleable.testbed.state import Record, read_record, write_record
 from malleable.testbed.topology import Topology
 
 if TYPE_CHECKING:
+    from malleable.testbed.handle import Progress
+    from malleable.testbed.handle import TestbedHandle as Testbed
     from malleable.testbed.info import Container
-    from malleable.testbed.runtime import Progress, Testbed
 
 logger = logging.getLogger(__name__)
 

@@ -21,6 +21,7 @@ import malleable.testbed.oarconf as oarconf
 from malleable.errors import ExternalError, InputError
 from malleable.testbed.compose import LABEL_TESTBED, check_name, project_name
 from malleable.testbed.docker import Docker, Result
+from malleable.testbed.handle import Progress
 from malleable.testbed.info import Container, SiteEndpoint, SiteStatus, TestbedStatus
 from malleable.testbed.slurmconf import PARTITION
 from malleable.testbed.state import Record, StateDir, read_record, state_root
@@ -29,8 +30,6 @@ from malleable.testbed.versions import DEFAULT as DEFAULT_SLURM
 
 logger = logging.getLogger(__name__)
 
-#: ``progress(phase, done, total)``: called while a long operation advances.
-Progress = Callable[[str, int, int], None]
 PROJECT_LABEL = "com.docker.compose.project"
 
 

@@ -18,14 +18,11 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from malleable.errors import InputError
 from malleable.workloads.coorm_apps import Amdahl, App, Cem, Rigid
+from malleable.workloads.filters import Filter
 from malleable.workloads.swf import read_swf
-
-if TYPE_CHECKING:
-    from malleable.coorm.protocol import Filter
 
 WORKLOADS = ("W0", "W1", "W2", "W3")
 MOLDABLE_SHARE = 0.20

@@ -50,12 +50,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from malleable.adapters.oar.ctl import OarCtl, Poll
 from malleable.adapters.oar.parse import OarJob
 from malleable.adapters.oar.payload import OarPayload
 from malleable.adapters.observing import EventLog, SharedPoll, clamp_epoch
+from malleable.adapters.outcomes import JobJournal
 from malleable.clock import Clock
 from malleable.errors import ExternalError
 from malleable.model import ClusterView, JobKind, JobSpec, JobState, RunningJob
@@ -76,11 +77,10 @@ def job_name(run: str, job_id: str) -> str:
     return f"m.{run}.{safe}"[:100]
 
 
-class NativeJournal(Protocol):
-    """Where the adapter records the OAR ids of each job's base job and extension jobs
-    (SQLite in real runs, :class:`~malleable.store.Store`), read back at a restart."""
-
-    def slurm_submitted(self, site: str, job_id: str, slurm_id: int) -> None: ...
+class NativeJournal(JobJournal, Protocol):
+    """Where the adapter records the OAR ids of each job's base job (``native_submitted``)
+    and extension jobs (SQLite in real runs, :class:`~malleable.store.Store`), read back at
+    a restart."""
 
     def extensions_added(self, site: str, job_id: str, native_ids: Sequence[int]) -> None: ...
 
@@ -88,8 +88,6 @@ class NativeJournal(Protocol):
                             native_ids: Sequence[int]) -> None: ...
 
     def extensions(self, site: str, job_id: str) -> tuple[list[int], list[int]]: ...
-
-    def node_failure(self, site: str, entry: Mapping[str, object]) -> None: ...
 
 
 @dataclass(slots=True)
@@ -115,6 +113,8 @@ class _Mine:
 class OarCluster:
     """One OAR site (see the module docstring)."""
 
+    kind: ClassVar[str] = "oar"
+    """Its kind in the adapter registry (:mod:`malleable.kinds`)."""
     name: str
     ctl: OarCtl
     clock: Clock
@@ -446,7 +446,7 @@ class OarCluster:
         self._stale()
         mine = self._track(spec, base, requested=size)
         if self.journal is not None:
-            self.journal.slurm_submitted(self.name, spec.id, base)
+            self.journal.native_submitted(self.name, spec.id, base)
         if size > base_size:
             mine.extensions = self._extend(spec, base, size - base_size)
             self._journal_extensions(mine, added=mine.extensions)

@@ -37,7 +37,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import malleable.adapters.slurm.hostlist as hostlist
 import malleable.adapters.slurm.meta as meta
@@ -102,6 +102,8 @@ class _Mine:
 class SlurmCluster:
     """One Slurm site (see the module docstring)."""
 
+    kind: ClassVar[str] = "slurm"
+    """Its kind in the adapter registry (:mod:`malleable.kinds`)."""
     name: str
     ctl: SlurmCtl
     clock: Clock
@@ -645,6 +647,10 @@ class SlurmCluster:
     def slurm_id(self, job_id: str) -> int | None:
         mine = self._mine.get(job_id)
         return None if mine is None else mine.slurm_id
+
+    def native_id(self, job_id: str) -> int | None:
+        """The site's id of a job this adapter submitted (as every kind names it)."""
+        return self.slurm_id(job_id)
 
     def offer_grow(self, job_id: str, offer: int) -> int:
         mine = self._resizable(job_id)

@@ -22,7 +22,6 @@ passed since the same job's last shrink.
 
 from __future__ import annotations
 
-import enum
 import logging
 import time
 from collections.abc import Callable, Collection
@@ -30,6 +29,8 @@ from dataclasses import dataclass, field
 
 import malleable.adapters.slurm.hostlist as hostlist
 import malleable.adapters.slurm.meta as meta
+from malleable.adapters.outcomes import Outcome as Outcome  # re-exported (its old home)
+from malleable.adapters.outcomes import ResizeResult as ResizeResult
 from malleable.adapters.shell import CommandError
 from malleable.adapters.slurm.ctl import HANDOVER_ENDED, SlurmCtl
 from malleable.adapters.slurm.parse import SlurmJob
@@ -39,40 +40,6 @@ from malleable.model import JobState
 logger = logging.getLogger(__name__)
 
 
-class Outcome(enum.Enum):
-    """What Slurm did with a resize request."""
-
-    DONE = "done"
-    """The job has the requested size."""
-    PARTIAL = "partial"
-    """The job's size changed, but not to the requested one."""
-    REFUSED = "refused"
-    """The job's size did not change (Slurm refused, or no nodes were free)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ResizeResult:
-    """A confirmed resize: sizes before and after (read back), Slurm's reason, and timing."""
-
-    job_id: int
-    before: int
-    target: int
-    after: int
-    outcome: Outcome
-    reason: str = ""
-    seconds: float = 0.0
-    helper: int | None = None
-    nodes_after: str = ""
-
-    @property
-    def changed(self) -> int:
-        """Nodes gained (positive) or released (negative)."""
-        return self.after - self.before
-
-    def describe(self) -> str:
-        text = f"job {self.job_id}: {self.before} -> {self.after} nodes (asked {self.target}): "
-        text += self.outcome.value
-        return f"{text} ({self.reason})" if self.reason else text
 
 
 class ResizeError(Exception):

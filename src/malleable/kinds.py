@@ -1,0 +1,160 @@
+"""The adapter registry: site kinds by name, built-ins and plug-ins of the
+``malleable.adapters`` entry-point group, and the one assembly point every command uses.
+
+A kind is an :class:`AdapterKind`: its name and, for each *use*, the ``module:attr`` of the
+builder that makes its object for that use (loaded only when asked for, so a simulation
+never imports paramiko and this module imports no adapter):
+
+``commands``
+    ``builder(site) -> ctl``: the site's commands (no I/O yet).
+``run``
+    ``builder(site, ctl, context) -> ResourceManager``: a site of ``malleable manager run``.
+``serve``
+    ``builder(site, ctl, context) -> site``: a site of ``malleable manager serve``.
+``coorm``
+    ``builder(site, ctl, context) -> ResourceManager``: a site of CooRM's real mode.
+``coorm_busy``
+    ``reader(cid, site, now, offset, managed) -> [Busy]``: CooRM's view of that site.
+
+A third-party adapter is a package with one entry point in the group, naming its
+:class:`AdapterKind` (``[project.entry-points."malleable.adapters"] pbs =
+"malleable_pbs:KIND"``); ``kind = "pbs"`` in a clusters config then selects it. A plug-in
+that fails to load is logged and skipped; an unknown kind, or a kind that has no builder
+for a use, is an :class:`~malleable.errors.InputError` naming the valid ones. Commands
+call :func:`build`; nothing else branches on a site's kind.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from malleable.errors import InputError
+
+logger = logging.getLogger(__name__)
+
+GROUP = "malleable.adapters"
+
+#: The uses a kind may have a builder for (see the module docstring).
+USES = ("commands", "run", "serve", "coorm", "coorm_busy")
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterKind:
+    """A site kind: its name and the builder of each of its uses (``module:attr``)."""
+
+    name: str
+    builders: Mapping[str, str]
+    label: str = ""
+    """How messages name the kind (default: the name)."""
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.builders) - set(USES))
+        if unknown:
+            raise ValueError(f"adapter kind {self.name}: unknown uses {unknown}; valid: "
+                             f"{', '.join(USES)}")
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What every builder of a run, service or CooRM site is given besides its site."""
+
+    clock: Any
+    """The run's :class:`~malleable.clock.ScaledClock`."""
+    run_id: str
+    journal: Any = None
+    """The run's :class:`~malleable.store.Store` (None: not journaled)."""
+    time_scale: float = 1.0
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    """Per-use extras (none yet; e.g. a per-site transport)."""
+
+
+SLURM = AdapterKind("slurm", MappingProxyType({
+    "commands": "malleable.adapters.slurm.sites:ctl_for",
+    "run": "malleable.service:slurm_run_site",
+    "serve": "malleable.site.assembly:slurm_site",
+    "coorm": "malleable.coorm.real:slurm_site",
+    "coorm_busy": "malleable.coorm.real:slurm_busy",
+}), "Slurm")
+
+OAR = AdapterKind("oar", MappingProxyType({
+    "commands": "malleable.adapters.oar.sites:oar_ctl_for",
+    "run": "malleable.service:oar_run_site",
+    "serve": "malleable.site.assembly:oar_site",
+    "coorm": "malleable.coorm.real:oar_site",
+    "coorm_busy": "malleable.coorm.real:oar_busy",
+}), "OAR")
+
+#: Built-in kinds (also declared as entry points in pyproject.toml), in the order messages
+#: list them.
+BUILTIN: dict[str, AdapterKind] = {SLURM.name: SLURM, OAR.name: OAR}
+
+
+def _plugins() -> dict[str, str]:
+    from importlib.metadata import entry_points  # only here: importing it is not free
+
+    return {ep.name: ep.value for ep in entry_points(group=GROUP) if ep.name not in BUILTIN}
+
+
+def names() -> list[str]:
+    """Every registered kind (loading nothing): built-ins first, then plug-ins, sorted."""
+    return [*BUILTIN, *sorted(_plugins())]
+
+
+def _load(target: str) -> Any:
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def kind(name: str, source: str | None = None) -> AdapterKind:
+    """The kind ``name``; InputError listing the valid kinds when unknown or broken."""
+    found = BUILTIN.get(name)
+    if found is not None:
+        return found
+    plugins = _plugins()
+    if name not in plugins:
+        raise InputError(f"unknown kind {name!r}; valid: {', '.join(names())}", source=source)
+    try:
+        loaded = _load(plugins[name])
+    except Exception as exc:  # a broken plug-in: one line, not a traceback
+        logger.warning("adapter plug-in %s (%s) failed to load: %s", name, plugins[name], exc)
+        raise InputError(f"adapter kind {name!r} ({plugins[name]}) failed to load: {exc}",
+                         source=source) from None
+    if not isinstance(loaded, AdapterKind) or loaded.name != name:
+        raise InputError(f"adapter kind {name!r} ({plugins[name]}) is not an AdapterKind "
+                         f"named {name!r}", source=source)
+    return loaded
+
+
+def builder(kind_name: str, use: str, what: str = "") -> Any:
+    """The builder of ``use`` for a kind (InputError when the kind has none: ``what`` says
+    who asked, e.g. "the site service")."""
+    found = kind(kind_name)
+    target = found.builders.get(use)
+    if target is None:
+        able = [k for k in names() if use in kind(k).builders] if use != "commands" else []
+        raise InputError(f"{what or use}: kind {kind_name!r} cannot be used here"
+                         + (f"; valid: {', '.join(able)}" if able else ""))
+    return _load(target)
+
+
+def build(use: str, site: Any, context: Context | None = None, ctl: Any = None,
+          what: str = "") -> Any:
+    """The one assembly point: ``site``'s object for ``use`` (its commands made by its
+    kind's ``commands`` builder unless ``ctl`` is given)."""
+    make = builder(site.kind, use, what)
+    if use == "commands":
+        return make(site)
+    if ctl is None:
+        ctl = builder(site.kind, "commands", what)(site)
+    return make(site, ctl, context)
+
+
+def label(kind_name: str) -> str:
+    """How messages name a kind (``Slurm``, ``OAR``; a plug-in's label or name)."""
+    found = BUILTIN.get(kind_name)
+    return (found.label or found.name) if found is not None else kind_name

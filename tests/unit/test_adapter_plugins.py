@@ -1,0 +1,86 @@
+"""The adapter registry (``malleable.adapters`` entry points): a third-party adapter is a
+package with one entry point; a clusters config then names its kind and ``manager run``'s
+assembly builds it. Here a tiny plug-in distribution is put on ``sys.path`` (a dist-info
+with its entry point, as pip installs one)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from malleable import kinds
+from malleable.clock import ScaledClock
+from malleable.config import parse_config
+from malleable.errors import InputError
+from malleable.service import build_adapter
+from malleable.store import RunInfo, Store
+
+PLUGIN = '''
+from malleable.kinds import AdapterKind
+from malleable.model import ClusterView
+
+class ToyCtl:
+    def __init__(self, site):
+        self.site = site
+
+class ToyCluster:
+    def __init__(self, site, ctl, run_id):
+        self.name, self.ctl, self.run_id = site.name, ctl, run_id
+        self.nodes, self.reserve = site.nodes or 4, site.reserve
+
+    def observe(self):
+        return ClusterView(self.name, self.nodes, self.nodes, self.reserve)
+
+def commands(site):
+    return ToyCtl(site)
+
+def run_site(site, ctl, context):
+    return ToyCluster(site, ctl, context.run_id)
+
+KIND = AdapterKind("toy", {"commands": "toyplug:commands", "run": "toyplug:run_site"})
+'''
+
+
+@pytest.fixture
+def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "toyplug.py").write_text(PLUGIN)
+    info = tmp_path / "toyplug-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toyplug\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[malleable.adapters]\ntoy = toyplug:KIND\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
+    sys.modules.pop("toyplug", None)
+
+
+def test_a_plugin_kind_is_listed_configured_and_assembled(toy: Path, tmp_path: Path) -> None:
+    assert kinds.names() == ["slurm", "oar", "toy"]
+    config = parse_config({"clusters": {"lab": {"kind": "toy", "nodes": 6, "reserve": 1}}})
+    site = config.sites[0]
+    info = RunInfo("r1", 0.0, 1.0, "", "fpsma", "wm-prime")
+    store = Store.open(tmp_path / "run.sqlite")
+    adapter = build_adapter(site, ScaledClock(0.0, 1.0), info, store)
+    store.close()
+    view = adapter.observe()
+    assert (type(adapter).__name__, view.nodes, view.reserve) == ("ToyCluster", 6, 1)
+    assert adapter.run_id == "r1"
+    assert type(adapter.ctl).__name__ == "ToyCtl"  # type: ignore[union-attr]
+
+
+def test_a_plugin_without_a_builder_for_a_use_is_refused_by_name(toy: Path) -> None:
+    from malleable.site.assembly import make_adapter
+
+    config = parse_config({"clusters": {"lab": {"kind": "toy"}}})
+    with pytest.raises(InputError, match="drives Slurm and OAR sites, not 'toy'"):
+        make_adapter(config.sites[0], ScaledClock(0.0, 1.0), None, None)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="kind 'toy' cannot be used here; valid: slurm, oar"):
+        kinds.builder("toy", "coorm", "CooRM")
+
+
+def test_an_unknown_kind_lists_the_valid_ones() -> None:
+    with pytest.raises(InputError, match="unknown kind 'pbs'; valid: slurm, oar"):
+        parse_config({"clusters": {"lab": {"kind": "pbs"}}})
+    with pytest.raises(InputError, match="unknown kind 'pbs'; valid: slurm, oar"):
+        kinds.kind("pbs")
