@@ -37,6 +37,7 @@ from malleable.metrics.summary import (
     jsonable,
     mechanism,
     output_dir,
+    output_file,
     summarize,
     write_records,
 )
@@ -44,7 +45,7 @@ from malleable.model import DAS3, Cluster, JobSpec, JobState, Operation
 from malleable.policies.registry import PolicySpec, factory
 from malleable.sim.run import JobBatches, SimConfig, SimResult, check_jobs, simulate
 from malleable.workloads.load import load_workload
-from malleable.workloads.swf import write_swf
+from malleable.workloads.swf import MAX_SIZE, write_swf
 
 if TYPE_CHECKING:  # imported where a real run needs them: a simulation never loads paramiko,
     # the journal, the real-time driver or the config reader (about 13 ms of its start-up)
@@ -74,6 +75,10 @@ def choose_policy(configured: PolicySpec | None = None, name: str | None = None,
     spec = configured or DEFAULT_POLICY
     if name is not None and name != spec.name:
         spec, source = PolicySpec(name), None
+    given = (options or {}).get("approach")
+    if approach is not None and given is not None and str(given) != approach:
+        raise InputError(f"--approach {approach} and --policy-option approach={given} "
+                         "disagree: give one of them")
     spec = spec.with_options(options or {})
     if approach is not None:
         spec = spec.with_options({"approach": approach})
@@ -94,6 +99,10 @@ def approach_of(spec: PolicySpec) -> str | None:
 
 # ----------------------------------------------------------------------------- platform
 
+#: The most nodes a simulated cluster may have: the bound of an SWF job's size, so that
+#: a typo is refused, not simulated.
+MAX_NODES = MAX_SIZE
+
 
 def platform(spec: str) -> list[Cluster]:
     """``das3`` (the five DAS-3 clusters), ``N`` (one cluster of N nodes) or a clusters
@@ -102,8 +111,9 @@ def platform(spec: str) -> list[Cluster]:
         return list(DAS3)
     if spec.isdigit():
         nodes = int(spec)
-        if nodes < 1:
-            raise InputError(f"--platform {spec}: a cluster needs at least one node")
+        if not 1 <= nodes <= MAX_NODES:
+            raise InputError(f"--platform {spec}: give a node count in [1, {MAX_NODES:,}] "
+                             "(the bound of an SWF job's size)")
         return [Cluster("cluster", nodes)]
     path = Path(spec)
     if not path.exists():
@@ -120,8 +130,29 @@ def clusters_of(config: ClustersConfig) -> list[Cluster]:
     if missing:
         raise InputError(f"clusters.{missing[0]}.nodes: missing (a simulated platform needs "
                          "every site's node count)", source=config.source)
+    for site in config.sites:
+        nodes = site.nodes or 0
+        if nodes > MAX_NODES:
+            raise InputError(f"clusters.{site.name}.nodes: {nodes} is more than {MAX_NODES:,} "
+                             "(the bound of an SWF job's size)", source=config.source)
+        if site.reserve >= nodes:
+            raise InputError(f"clusters.{site.name}.reserve: {site.reserve} leaves none of the "
+                             f"site's {nodes} nodes to the manager; give a reserve below "
+                             "nodes", source=config.source)
     return [Cluster(site.name, site.nodes or 0, site.reserve, site.speed)
             for site in config.sites]
+
+
+def platform_policy(spec: str) -> tuple[PolicySpec | None, str | None]:
+    """The ``[policy]`` of a ``--platform`` clusters config, and the file's name (None,
+    None for ``das3``, a node count or a config without one): ``simulate`` runs it unless
+    ``--policy`` names another, as ``manager run`` does with its config."""
+    if spec == "das3" or spec.isdigit():
+        return None, None
+    from malleable.config import load_config
+
+    config = load_config(spec)
+    return config.policy, config.source
 
 
 # ----------------------------------------------------------------------------- simulation
@@ -158,7 +189,8 @@ def _settings(policy: PolicySpec, config: SimConfig) -> dict[str, Any]:
 
 def stream_simulation(jobs: list[JobSpec] | JobBatches, clusters: Sequence[Cluster],
                       policy: PolicySpec, config: SimConfig,
-                      out: Path | None = None) -> dict[str, Any]:
+                      out: Path | None = None,
+                      on_record: Callable[[], None] | None = None) -> dict[str, Any]:
     """:func:`run_simulation` in the memory of the live jobs only, its summary: ``jobs``
     is consumed (a list is emptied; batches are taken as they fall due), each job's row
     of ``out/jobs.csv`` (with ``out``) is written once it and the jobs submitted before it
@@ -169,12 +201,12 @@ def stream_simulation(jobs: list[JobSpec] | JobBatches, clusters: Sequence[Clust
     built = policy.build()
     totals = RunningSummary()
     if out is None:
-        result = simulate(jobs, clusters, built, config, sink=totals.add,
+        result = simulate(jobs, clusters, built, config, sink=_told(totals.add, on_record),
                           consume=isinstance(jobs, list))
     else:
-        with (output_dir(out) / "jobs.csv").open("w", newline="", encoding="utf-8") as handle:
+        with output_file(output_dir(out) / "jobs.csv") as handle:
             result = simulate(jobs, clusters, built, config,
-                              sink=Tee(RecordWriter(handle), totals),
+                              sink=_told(Tee(RecordWriter(handle), totals), on_record),
                               consume=isinstance(jobs, list))
     summary = totals.summary(result.makespan, result.utilization)
     summary.update(totals.mechanism(_policy_counts(built)))
@@ -182,10 +214,23 @@ def stream_simulation(jobs: list[JobSpec] | JobBatches, clusters: Sequence[Clust
     return summary
 
 
+def _told(sink: Callable[[JobRecord, int, int], None],
+          on_record: Callable[[], None] | None) -> Callable[[JobRecord, int, int], None]:
+    """``sink``, calling ``on_record()`` after each record when given (a progress bar;
+    without one, the sink itself: nothing added to the run's hot path)."""
+    if on_record is None:
+        return sink
+
+    def both(record: JobRecord, grows: int, shrinks: int) -> None:
+        sink(record, grows, shrinks)
+        on_record()
+    return both
+
+
 def write_summary_json(out: Path, summary: Mapping[str, Any]) -> None:
     """``summary.json`` in ``out`` (created), as :func:`write_outputs` writes it."""
-    output_dir(out)
-    (out / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
+    with output_file(output_dir(out) / "summary.json") as handle:
+        handle.write(json.dumps(jsonable(summary), indent=2) + "\n")
 
 
 def policy_options(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -248,6 +293,28 @@ def select_sites(config: ClustersConfig, names: str | None) -> tuple[SiteConfig,
     if not names:
         return config.sites
     return tuple(config.site(name.strip()) for name in names.split(",") if name.strip())
+
+
+#: The commands a site's adapter runs to poll and place, by ``kind``.
+SITE_COMMANDS = {"slurm": ("sinfo", "squeue", "sbatch", "scontrol", "scancel"),
+                 "oar": ("oarstat", "oarsub", "oardel")}
+
+
+def check_local_commands(sites: Sequence[SiteConfig]) -> None:
+    """ExternalError, before a run starts, for a site without ``host`` (its commands run
+    on this machine) whose scheduler commands are not on this machine's PATH: "command not
+    found" never gets better by waiting, so it is not retried as an unavailable site is."""
+    import shutil
+
+    for site in sites:
+        if site.ssh is not None:
+            continue
+        missing = [c for c in SITE_COMMANDS.get(site.kind, ()) if shutil.which(c) is None]
+        if missing:
+            raise ExternalError(f"site {site.name}: {', '.join(missing)}: command not found on "
+                                f"this machine (the site has no host, so its {site.kind} "
+                                "commands run here): install them, or give the site's host "
+                                "in the config")
 
 
 def build_adapters(sites: Sequence[SiteConfig], clock: ScaledClock, info: RunInfo,

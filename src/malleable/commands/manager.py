@@ -103,11 +103,12 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from malleable.metrics.summary import jsonable, output_dir
-    from malleable.service import finish, open_run, write_workload
+    from malleable.service import check_local_commands, finish, open_run, write_workload
     from malleable.store import Store
 
     _check_args(args)
     asked = request(args)
+    check_local_commands(asked.sites)
     out: Path = args.out
     output_dir(out)
     store = Store.open(args.state or out / "state.sqlite")

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import math
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +23,48 @@ from malleable.errors import InputError
 from malleable.workloads.koala import KOALA_WORKLOADS
 
 if TYPE_CHECKING:
+    from malleable.model import Cluster
     from malleable.sim.run import SimConfig
+
+logger = logging.getLogger(__name__)
+
+#: The policies that plan with a job's requested time (EASY's backfilling).
+WALLTIME_POLICIES = ("easy", "easy-dmr")
+
+#: Records between two updates of the progress bar (an update costs ~10 us).
+PROGRESS_EVERY = 256
+
+
+@contextlib.contextmanager
+def progress_bar(total: int, quiet: bool) -> Iterator[Callable[[], None] | None]:
+    """A bar of the jobs that have ended, on stderr when it is a terminal and ``quiet``
+    (``--json``) is not set: the callback to call after each job, or None (nothing then
+    runs per job). It disappears when the run ends."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    count = [0]
+    with Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True),
+                  transient=True) as bar:
+        task = bar.add_task("jobs", total=total)
+
+        def ended() -> None:
+            count[0] += 1
+            if count[0] % PROGRESS_EVERY == 0:
+                bar.update(task, completed=count[0])
+
+        yield ended
 
 
 def register(sub: Any) -> None:
@@ -53,6 +98,27 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def check_background(interarrival: float, clusters: Sequence[Cluster]) -> None:
+    """InputError for a background load no cluster can serve: local users who would keep
+    busy, on average, at least all of a cluster's nodes (mean size x mean run time /
+    ``interarrival``) make a queue that grows without end, and the run never ends
+    (``--background 1e-9`` ran for ever; docs/simulate.md)."""
+    from malleable.sim.background import BackgroundSpec
+
+    spec = BackgroundSpec(interarrival=interarrival)
+
+    def lowest(cluster: Cluster) -> float:  # the inter-arrival that keeps it all busy
+        return (spec.min_size + min(spec.max_size, cluster.nodes)) / 2 * spec.runtime / cluster.nodes
+
+    worst = max(clusters, key=lowest)
+    if interarrival <= lowest(worst):
+        busy = lowest(worst) * worst.nodes / interarrival
+        raise InputError(f"--background {interarrival:g}: local users would keep {busy:,.0f} "
+                         f"nodes busy on average on cluster {worst.name}, which has "
+                         f"{worst.nodes}: their queue would grow without end and the run "
+                         f"never finish; give more than {lowest(worst):.4g} s")
+
+
 def _config(args: argparse.Namespace) -> SimConfig:
     from malleable.policies.registry import parse_options
     from malleable.sim.background import BackgroundSpec
@@ -76,20 +142,34 @@ def _config(args: argparse.Namespace) -> SimConfig:
 def run(args: argparse.Namespace) -> int:
     if args.workload not in KOALA_WORKLOADS:  # a file: its reader imports numpy
         load_numpy()
-    from malleable.metrics.summary import jsonable
-    from malleable.service import platform, stream_simulation, write_summary_json
+    from malleable.metrics.summary import jsonable, output_dir
+    from malleable.service import (
+        platform,
+        platform_policy,
+        stream_simulation,
+        write_summary_json,
+    )
     from malleable.sim.run import collector_eased
     from malleable.workloads.load import simulation_workload
 
-    policy = policy_from_args(args)
     clusters = platform(args.platform)
+    policy = policy_from_args(args, *platform_policy(args.platform))
     config = _config(args)
+    if config.background is not None:
+        check_background(config.background.interarrival, clusters)
+    if args.out is not None:
+        output_dir(args.out)  # a read-only --out is refused before the run, not after it
     with collector_eased(paused=True):  # a million JobSpecs and no cycle: no pass needed
         jobs = simulation_workload(args.workload, args.seed)
     # Each job's record is written and dropped once it has ended (the memory of the live
     # jobs only: a million-job trace); the summary comes from running totals.
-    summary = stream_simulation(jobs, clusters, policy, config, args.out)
+    with progress_bar(len(jobs), quiet=args.json) as on_record:
+        summary = stream_simulation(jobs, clusters, policy, config, args.out, on_record)
     summary.update(workload=args.workload, seed=args.seed)
+    if summary["past_walltime"] and policy.name in WALLTIME_POLICIES:
+        logger.warning("%d job(s) ran past their requested time: they ran on, and %s "
+                       "counted each as ending at any moment from then on (docs/simulate.md, "
+                       "\"Requested times\")", summary["past_walltime"], policy.name)
     if args.platform != "das3":
         summary["platform"] = args.platform
     if args.out is not None:
