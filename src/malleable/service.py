@@ -43,7 +43,14 @@ from malleable.metrics.summary import (
 )
 from malleable.model import DAS3, Cluster, JobSpec, JobState, Operation
 from malleable.policies.registry import PolicySpec, factory
-from malleable.sim.run import JobBatches, SimConfig, SimResult, check_jobs, simulate
+from malleable.sim.run import (
+    JobBatches,
+    RecordSink,
+    SimConfig,
+    SimResult,
+    check_jobs,
+    simulate,
+)
 from malleable.workloads.load import load_workload
 from malleable.workloads.swf import MAX_SIZE, write_swf
 
@@ -190,7 +197,7 @@ def _settings(policy: PolicySpec, config: SimConfig) -> dict[str, Any]:
 def stream_simulation(jobs: list[JobSpec] | JobBatches, clusters: Sequence[Cluster],
                       policy: PolicySpec, config: SimConfig,
                       out: Path | None = None,
-                      on_record: Callable[[], None] | None = None) -> dict[str, Any]:
+                      watchers: Sequence[RecordSink] = ()) -> dict[str, Any]:
     """:func:`run_simulation` in the memory of the live jobs only, its summary: ``jobs``
     is consumed (a list is emptied; batches are taken as they fall due), each job's row
     of ``out/jobs.csv`` (with ``out``) is written once it and the jobs submitted before it
@@ -201,12 +208,12 @@ def stream_simulation(jobs: list[JobSpec] | JobBatches, clusters: Sequence[Clust
     built = policy.build()
     totals = RunningSummary()
     if out is None:
-        result = simulate(jobs, clusters, built, config, sink=_told(totals.add, on_record),
+        result = simulate(jobs, clusters, built, config, sink=_told(totals.add, watchers),
                           consume=isinstance(jobs, list))
     else:
         with output_file(output_dir(out) / "jobs.csv") as handle:
             result = simulate(jobs, clusters, built, config,
-                              sink=_told(Tee(RecordWriter(handle), totals), on_record),
+                              sink=_told(Tee(RecordWriter(handle), totals), watchers),
                               consume=isinstance(jobs, list))
     summary = totals.summary(result.makespan, result.utilization)
     summary.update(totals.mechanism(_policy_counts(built)))
@@ -214,17 +221,17 @@ def stream_simulation(jobs: list[JobSpec] | JobBatches, clusters: Sequence[Clust
     return summary
 
 
-def _told(sink: Callable[[JobRecord, int, int], None],
-          on_record: Callable[[], None] | None) -> Callable[[JobRecord, int, int], None]:
-    """``sink``, calling ``on_record()`` after each record when given (a progress bar;
-    without one, the sink itself: nothing added to the run's hot path)."""
-    if on_record is None:
+def _told(sink: RecordSink, watchers: Sequence[RecordSink]) -> RecordSink:
+    """``sink``, then each of ``watchers`` (a progress bar, the figures' trace), for each
+    record; without watchers, the sink itself: nothing added to the run's hot path."""
+    if not watchers:
         return sink
+    every = (sink, *watchers)
 
-    def both(record: JobRecord, grows: int, shrinks: int) -> None:
-        sink(record, grows, shrinks)
-        on_record()
-    return both
+    def all_of(record: JobRecord, grows: int, shrinks: int) -> None:
+        for each in every:
+            each(record, grows, shrinks)
+    return all_of
 
 
 def write_summary_json(out: Path, summary: Mapping[str, Any]) -> None:

@@ -23,8 +23,9 @@ from malleable.errors import InputError
 from malleable.workloads.koala import KOALA_WORKLOADS
 
 if TYPE_CHECKING:
+    from malleable.metrics.runtrace import RunTrace
     from malleable.model import Cluster
-    from malleable.sim.run import SimConfig
+    from malleable.sim.run import RecordSink, SimConfig
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ PROGRESS_EVERY = 256
 
 
 @contextlib.contextmanager
-def progress_bar(total: int, quiet: bool) -> Iterator[Callable[[], None] | None]:
+def progress_bar(total: int, quiet: bool) -> Iterator[RecordSink | None]:
     """A bar of the jobs that have ended, on stderr when it is a terminal and ``quiet``
     (``--json``) is not set: the callback to call after each job, or None (nothing then
     runs per job). It disappears when the run ends."""
@@ -59,7 +60,7 @@ def progress_bar(total: int, quiet: bool) -> Iterator[Callable[[], None] | None]
                   transient=True) as bar:
         task = bar.add_task("jobs", total=total)
 
-        def ended() -> None:
+        def ended(record: object, grows: int, shrinks: int) -> None:
             count[0] += 1
             if count[0] % PROGRESS_EVERY == 0:
                 bar.update(task, completed=count[0])
@@ -82,7 +83,11 @@ def register(sub: Any) -> None:
     p.add_argument("--workload", default="wm", metavar="{" + ",".join(KOALA_WORKLOADS) + ",PATH}",
                    help="a KOALA workload name or a malleable SWF file (docs/workloads.md)")
     p.add_argument("--seed", type=argtypes.seed, default=1, help="seed of the generated workload")
-    p.add_argument("--out", type=Path, help="directory for jobs.csv and summary.json")
+    p.add_argument("--out", type=Path, help="directory for jobs.csv, summary.json and the "
+                                            "run's figures (usage.png, gantt.png)")
+    p.add_argument("--no-figures", action="store_false", dest="figures",
+                   help="with --out, draw no figures (usage.png, gantt.png): jobs.csv and "
+                        "summary.json only")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--reconfig-cost", type=float, default=0.0, metavar="S",
                    help="seconds without progress at each resize (default 0)")
@@ -117,6 +122,31 @@ def check_background(interarrival: float, clusters: Sequence[Cluster]) -> None:
                          f"nodes busy on average on cluster {worst.name}, which has "
                          f"{worst.nodes}: their queue would grow without end and the run "
                          f"never finish; give more than {lowest(worst):.4g} s")
+
+
+def _title(summary: dict[str, Any]) -> str:
+    return " · ".join(str(summary[k]) for k in ("workload", "approach", "policy")
+                      if summary.get(k) is not None)
+
+
+def draw_figures(trace: RunTrace, out: Path, title: str, quiet: bool = False) -> list[Path]:
+    """The run's figures (``usage.png``, ``gantt.png``) in ``out``; the files. Imports
+    matplotlib here only; how long drawing took is logged (``-v``)."""
+    import time
+
+    from malleable.errors import InputError
+
+    began = time.process_time()
+    from malleable.metrics.runplots import draw_run
+
+    try:
+        files = draw_run(trace, out, title)
+    except OSError as exc:
+        raise InputError(f"cannot write a figure: {exc.strerror or exc} (give another --out, "
+                         "or --no-figures)", source=str(out)) from None
+    logger.info("figures of %d jobs drawn in %.2f s of CPU (matplotlib's import included)",
+                len(trace), time.process_time() - began)
+    return files
 
 
 def _config(args: argparse.Namespace) -> SimConfig:
@@ -163,8 +193,17 @@ def run(args: argparse.Namespace) -> int:
         jobs = simulation_workload(args.workload, args.seed)
     # Each job's record is written and dropped once it has ended (the memory of the live
     # jobs only: a million-job trace); the summary comes from running totals.
-    with progress_bar(len(jobs), quiet=args.json) as on_record:
-        summary = stream_simulation(jobs, clusters, policy, config, args.out, on_record)
+    trace = None
+    watchers: list[RecordSink] = []
+    if args.out is not None and args.figures:
+        from malleable.metrics.runtrace import Lane, RunTrace
+
+        trace = RunTrace([Lane(c.name, c.nodes) for c in clusters])
+        watchers.append(trace)
+    with progress_bar(len(jobs), quiet=args.json) as ended:
+        if ended is not None:
+            watchers.append(ended)
+        summary = stream_simulation(jobs, clusters, policy, config, args.out, watchers)
     summary.update(workload=args.workload, seed=args.seed)
     if summary["past_walltime"] and policy.name in WALLTIME_POLICIES:
         logger.warning("%d job(s) ran past their requested time: they ran on, and %s "
@@ -174,6 +213,10 @@ def run(args: argparse.Namespace) -> int:
         summary["platform"] = args.platform
     if args.out is not None:
         write_summary_json(args.out, summary)
+        written = [args.out / "jobs.csv", args.out / "summary.json"]
+        if trace is not None:
+            written += draw_figures(trace, args.out, _title(summary), quiet=args.json)
+        print(f"malleable: wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     if args.json:
         print(json.dumps(jsonable(summary)))
     else:
