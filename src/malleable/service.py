@@ -119,8 +119,8 @@ def platform(spec: str) -> list[Cluster]:
     if spec.isdigit():
         nodes = int(spec)
         if not 1 <= nodes <= MAX_NODES:
-            raise InputError(f"--platform {spec}: give a node count in [1, {MAX_NODES:,}] "
-                             "(the bound of an SWF job's size)")
+            raise InputError(f"--platform {spec}: a cluster needs at least one node and at "
+                             f"most {MAX_NODES:,} (the bound of an SWF job's size)")
         return [Cluster("cluster", nodes)]
     path = Path(spec)
     if not path.exists():

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from malleable.cli import main
+from malleable.errors import InputError
 from malleable.experiments import executor
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -87,7 +88,7 @@ def test_workers_are_capped_at_the_cores(caplog: pytest.LogCaptureFixture) -> No
 
 
 def test_workers_below_one_are_refused() -> None:
-    with pytest.raises(Exception, match="--workers 0"):
+    with pytest.raises(InputError, match="--workers 0"):
         executor.check(argparse.Namespace(workers=0, executor="local"))
 
 

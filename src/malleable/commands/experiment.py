@@ -52,7 +52,7 @@ def register(sub: Any) -> None:
 
 def _runner(mod: Any) -> Any:
     def run(args: argparse.Namespace) -> int:
-        executor.check(args)  # before any output: --workers, --executor slurm off a cluster
+        executor.from_args(args)  # checked before any output (--executor slurm off a cluster)
         return int(mod.run(args))
 
     return run

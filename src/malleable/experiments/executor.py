@@ -77,10 +77,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="slurm: each task's time limit in minutes (default 60)")
 
 
-def check(args: argparse.Namespace, cluster: str = "slurm") -> None:
-    """Refuse, before anything runs, what cannot work: ``--workers`` below 1, and
-    ``--executor slurm`` where there is no Slurm (exit 3). ``--workers`` above this
-    machine's cores is lowered to them with a warning (more processes only compete)."""
+def check(args: argparse.Namespace) -> None:
+    """``--workers`` below 1 refused; above this machine's cores, lowered to them with a
+    warning (more processes only compete for the cores)."""
     workers = getattr(args, "workers", None)
     if isinstance(workers, int) and not isinstance(workers, bool):
         if workers < 1:
@@ -89,22 +88,25 @@ def check(args: argparse.Namespace, cluster: str = "slurm") -> None:
         if workers > cores and args.executor == "local":
             logger.warning("--workers %d: using %d, the cores of this machine", workers, cores)
             args.workers = cores
-    if args.executor == "slurm" and cluster == "slurm" and shutil.which("sbatch") is None:
-        raise ExternalError("--executor slurm: no sbatch on this machine's PATH (run from a "
-                            "Slurm login node, or use --executor local)")
 
 
 def from_args(args: argparse.Namespace, cluster: str = "slurm") -> Executor:
-    """The executor the options ask for; ``cluster`` is submitit's (tests: local, debug)."""
-    check(args, cluster)
+    """The executor the options ask for; ``cluster`` is submitit's (tests: local, debug).
+    ``--executor slurm`` where there is no Slurm is refused here (exit 3), after its
+    options are checked: the experiment command calls this before anything runs."""
+    check(args)
     if args.executor == "local":
         return Local(int(getattr(args, "workers", 1) or 1))
     per_task = _at_least_one(args.runs_per_task, "--runs-per-task")
     cap = None if args.max_tasks is None else _at_least_one(args.max_tasks, "--max-tasks")
+    time_limit = _at_least_one(args.time_limit, "--time-limit")
+    if cluster == "slurm" and shutil.which("sbatch") is None:  # submitit's own check: srun
+        raise ExternalError("--executor slurm: no sbatch on this machine's PATH (run from a "
+                            "Slurm login node, or use --executor local)")
     folder = args.folder if args.folder is not None else Path(args.out) / "submitit"
     return JobArray(Path(folder), cluster=cluster, runs_per_task=per_task, max_tasks=cap,
                     resume=bool(args.resume), partition=args.partition,
-                    time_limit=_at_least_one(args.time_limit, "--time-limit"))
+                    time_limit=time_limit)
 
 
 def _at_least_one(value: int, flag: str) -> int:
