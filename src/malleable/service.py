@@ -30,6 +30,7 @@ from malleable.errors import ExternalError, InputError
 from malleable.health import SITE_TIMEOUT
 from malleable.manager import Manager
 from malleable.metrics.records import JobRecord
+from malleable.metrics.runtrace import Lane, RunTrace, draw_figures
 from malleable.metrics.summary import (
     RecordWriter,
     RunningSummary,
@@ -464,10 +465,10 @@ def finished(run: ManagerRun) -> int:
     return sum(1 for r in run.manager.records.values() if r.state.finished)
 
 
-def finish(run: ManagerRun, out: Path, stopped: str, compare_sim: bool = False
-           ) -> dict[str, Any]:
+def finish(run: ManagerRun, out: Path, stopped: str, compare_sim: bool = False,
+           figures: bool = False) -> dict[str, Any]:
     """Write ``jobs.csv`` and ``summary.json`` (and, with ``compare_sim``, ``simulated/``)
-    to ``out``; the summary."""
+    to ``out``, and with ``figures`` the run's figures (in both); the summary."""
     output_dir(out)
     records = list(run.manager.records.values())
     ends = [r.end for r in records if r.end is not None]
@@ -489,8 +490,12 @@ def finish(run: ManagerRun, out: Path, stopped: str, compare_sim: bool = False
                    stray_helpers=stray_helpers(run))
     summary.update(policy_options(run.policy.options))
     write_records(out / "jobs.csv", records, run.manager.operations)
+    lanes = [Lane(name, site_nodes(run, name)) for name in run.adapters]
+    if figures:
+        title = f"{run.info.workload} · {run.policy.label()} · real run {run.info.run_id}"
+        draw_figures(RunTrace.of(records, lanes), out, title)
     if compare_sim:
-        summary["simulated"] = simulate_twin(run, out / "simulated")
+        summary["simulated"] = simulate_twin(run, out / "simulated", figures)
     (out / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
     return summary
 
@@ -535,12 +540,17 @@ def site_nodes(run: ManagerRun, name: str) -> int:
         return 0
 
 
-def simulate_twin(run: ManagerRun, out: Path) -> dict[str, Any]:
-    """The same workload, policy and cluster sizes in the simulator, written to ``out``."""
+def simulate_twin(run: ManagerRun, out: Path, figures: bool = False) -> dict[str, Any]:
+    """The same workload, policy and cluster sizes in the simulator, written to ``out``
+    (with ``figures``, its figures too, beside the real run's)."""
     clusters = [Cluster(name, max(1, site_nodes(run, name)), a.reserve, a.speed)
                 for name, a in run.adapters.items()]
     result, summary = run_simulation(run.workload, clusters, run.policy, SimConfig())
     for key in ("approach", "policy", "policy_options"):
         summary.pop(key, None)
     write_outputs(out, result.records, summary, result.operations)
+    if figures:
+        lanes = [Lane(c.name, c.nodes) for c in clusters]
+        draw_figures(RunTrace.of(result.records, lanes), out,
+                     f"{run.info.workload} · {run.policy.label()} · simulated twin")
     return summary

@@ -23,7 +23,6 @@ from malleable.errors import InputError
 from malleable.workloads.koala import KOALA_WORKLOADS
 
 if TYPE_CHECKING:
-    from malleable.metrics.runtrace import RunTrace
     from malleable.model import Cluster
     from malleable.sim.run import RecordSink, SimConfig
 
@@ -129,26 +128,6 @@ def _title(summary: dict[str, Any]) -> str:
                       if summary.get(k) is not None)
 
 
-def draw_figures(trace: RunTrace, out: Path, title: str, quiet: bool = False) -> list[Path]:
-    """The run's figures (``usage.png``, ``gantt.png``) in ``out``; the files. Imports
-    matplotlib here only; how long drawing took is logged (``-v``)."""
-    import time
-
-    from malleable.errors import InputError
-
-    began = time.process_time()
-    from malleable.metrics.runplots import draw_run
-
-    try:
-        files = draw_run(trace, out, title)
-    except OSError as exc:
-        raise InputError(f"cannot write a figure: {exc.strerror or exc} (give another --out, "
-                         "or --no-figures)", source=str(out)) from None
-    logger.info("figures of %d jobs drawn in %.2f s of CPU (matplotlib's import included)",
-                len(trace), time.process_time() - began)
-    return files
-
-
 def _config(args: argparse.Namespace) -> SimConfig:
     from malleable.policies.registry import parse_options
     from malleable.sim.background import BackgroundSpec
@@ -172,6 +151,7 @@ def _config(args: argparse.Namespace) -> SimConfig:
 def run(args: argparse.Namespace) -> int:
     if args.workload not in KOALA_WORKLOADS:  # a file: its reader imports numpy
         load_numpy()
+    from malleable.metrics.runtrace import Lane, RunTrace, draw_figures
     from malleable.metrics.summary import jsonable, output_dir
     from malleable.service import (
         platform,
@@ -196,7 +176,6 @@ def run(args: argparse.Namespace) -> int:
     trace = None
     watchers: list[RecordSink] = []
     if args.out is not None and args.figures:
-        from malleable.metrics.runtrace import Lane, RunTrace
 
         trace = RunTrace([Lane(c.name, c.nodes) for c in clusters])
         watchers.append(trace)
@@ -215,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
         write_summary_json(args.out, summary)
         written = [args.out / "jobs.csv", args.out / "summary.json"]
         if trace is not None:
-            written += draw_figures(trace, args.out, _title(summary), quiet=args.json)
+            written += draw_figures(trace, args.out, _title(summary))
         print(f"malleable: wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     if args.json:
         print(json.dumps(jsonable(summary)))
