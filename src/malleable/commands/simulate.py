@@ -8,7 +8,7 @@ import json
 import logging
 import math
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -112,7 +112,8 @@ def check_background(interarrival: float, clusters: Sequence[Cluster]) -> None:
     spec = BackgroundSpec(interarrival=interarrival)
 
     def lowest(cluster: Cluster) -> float:  # the inter-arrival that keeps it all busy
-        return (spec.min_size + min(spec.max_size, cluster.nodes)) / 2 * spec.runtime / cluster.nodes
+        mean_size = (spec.min_size + min(spec.max_size, cluster.nodes)) / 2
+        return mean_size * spec.runtime / cluster.nodes
 
     worst = max(clusters, key=lowest)
     if interarrival <= lowest(worst):

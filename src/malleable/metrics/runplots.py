@@ -17,17 +17,17 @@ Imported only to draw (matplotlib loads here).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.patches import Patch
 
-from malleable.metrics.runtrace import RunTrace
+if TYPE_CHECKING:  # runtrace imports this module to draw
+    from malleable.metrics.runtrace import RunTrace
 
 #: The most jobs drawn one bar each; above, the Gantt chart is aggregated.
 GANTT_BARS = 1500
@@ -37,7 +37,7 @@ BINS = 1200
 ROWS = 400
 #: The most clusters drawn one panel each; the others are summed into one panel.
 PANELS = 8
-COLORS = plt.get_cmap("tab10").colors
+COLORS = [f"C{i}" for i in range(10)]  # the default cycle (tab10)
 
 
 def draw_run(trace: RunTrace, out: Path, title: str = "") -> list[Path]:

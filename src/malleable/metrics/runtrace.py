@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from malleable.metrics.records import JobRecord
 from malleable.errors import InputError
+from malleable.metrics.records import JobRecord
 from malleable.model import JobKind
 
 logger = logging.getLogger(__name__)
@@ -68,9 +68,9 @@ class RunTrace:
         self.end.append(math.nan if record.end is None else record.end)
         self.cluster.append(self._index.get(record.cluster, -1))
         self.malleable.append(spec.kind is JobKind.MALLEABLE)
-        for time, size in record.sizes:
+        for at, size in record.sizes:
             self.step_job.append(job)
-            self.step_time.append(time)
+            self.step_time.append(at)
             self.step_size.append(size)
 
     def __call__(self, record: JobRecord, grows: int, shrinks: int) -> None:
