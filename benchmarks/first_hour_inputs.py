@@ -172,6 +172,11 @@ def round_two() -> list[Case]:
              ["simulate", "--background", "0.1", "--out", "{OUT}"], {}, needs="--background"),
         Case(load, "coorm serve --clusters 100000", ["coorm", "serve", "--clusters", "100000"],
              {}, needs="--clusters"),
+        *[Case(load, f"experiment {' '.join(argv)}", ["experiment", *argv, "--out", "{OUT}"],
+               {}, needs=argv[1]) for argv in (
+            ["koala", "--reps", "100000000"], ["dmrlib", "--sizes", "1000000000"],
+            ["acds", "--job-counts", "20:100000000:20"],
+            ["coorm", "--jobs-per-pack", "100000000"])],
     ]
 
 

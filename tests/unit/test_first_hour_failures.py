@@ -243,3 +243,19 @@ def test_a_background_load_no_cluster_can_serve_is_refused(
 def test_a_background_load_the_clusters_serve_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--background", "200", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["completed"] == 300
+
+
+@pytest.mark.parametrize(("argv", "flag"), [
+    (["koala", "--reps", "100000000"], "--reps"),
+    (["dmrlib", "--sizes", "100", "1000000000"], "--sizes"),
+    (["acds", "--job-counts", "20:100000000:20"], "--job-counts"),
+    (["coorm", "--jobs-per-pack", "100000000"], "--jobs-per-pack"),
+])
+def test_an_experiment_sweep_of_days_is_refused_at_once(
+        argv: list[str], flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    began = time.monotonic()
+    assert main(["experiment", *argv, "--out", str(tmp_path / "o"), "--json"]) == 2
+    assert time.monotonic() - began < 10  # ran silently until killed
+    err = _err(capsys)
+    assert len(err) == 1 and f"malleable: error: {flag} " in err[0] and "at most" in err[0]
+    assert not (tmp_path / "o").exists()
