@@ -115,3 +115,14 @@ def test_binned_means_are_time_weighted() -> None:
     times, values = np.array([0.0, 10.0]), np.array([1.0, 3.0])
     assert runplots._binned(times, values, 0.0, 20.0, 2)[1].tolist() == [1.0, 3.0]
     assert runplots._binned(times, values, 0.0, 20.0, 3)[1] == pytest.approx([1.0, 2.0, 3.0])
+
+
+def test_without_matplotlib_the_tables_are_written_and_a_warning_says_why(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    from malleable.metrics.runtrace import draw_figures
+
+    monkeypatch.setitem(sys.modules, "malleable.metrics.runplots", None)  # import fails
+    trace = RunTrace.of([_record("1", [(0.0, 2)], 10.0)], [Lane("a", 16)])
+    assert draw_figures(trace, tmp_path) == []
+    assert "no figures drawn" in caplog.text and list(tmp_path.iterdir()) == []

@@ -81,8 +81,11 @@ def draw_figures(trace: RunTrace, out: Path, title: str = "") -> list[Path]:
     """The run's figures (``usage.png``, ``gantt.png``) in ``out``; the files. matplotlib
     is imported here, only then; the CPU time drawing took is logged (``-v``)."""
     began = time.process_time()
-    from malleable.metrics.runplots import draw_run
-
+    try:
+        from malleable.metrics.runplots import draw_run
+    except ImportError as exc:  # an install without the plotting library: the tables only
+        logger.warning("no figures drawn: %s (install matplotlib, or pass --no-figures)", exc)
+        return []
     try:
         files = draw_run(trace, out, title)
     except OSError as exc:
