@@ -1,4 +1,4 @@
-"""Build hook for the optional compiled build (docs/simulator.md, "Compiled build").
+"""Build hook for the optional compiled build (docs/simulate.md, "Compiled build").
 
 A plain install is pure Python. With ``MALLEABLE_COMPILE=1`` the modules of the simulator's
 hot path below are compiled to C extensions with mypyc (part of mypy), the way black and mypy

@@ -45,9 +45,9 @@ from tests.fakes.slurm import FakeSlurm, node_names, settle  # noqa: E402
 from malleable.adapters.slurm.ctl import SlurmCtl  # noqa: E402
 from malleable.realtime import Outcome  # noqa: E402
 from malleable.site import tag as tags  # noqa: E402
+from malleable.site.assembly import open_service  # noqa: E402
 from malleable.site.channel import Decoded  # noqa: E402
 from malleable.site.config import parse_service_config  # noqa: E402
-from malleable.site.assembly import open_service  # noqa: E402
 from malleable.site.daemon import SiteService  # noqa: E402
 from malleable.site.driver import driver_for  # noqa: E402
 

@@ -133,7 +133,8 @@ def ours_argv(policy: str, trace: Path, platform: str = "128", out: Path | None 
               *extra: str) -> list[str]:
     argv = [sys.executable, "-m", "malleable", "simulate", "--policy", policy, "--platform",
             platform, "--workload", str(trace), "--json", *extra]
-    return argv + (["--out", str(out)] if out is not None else [])
+    # jobs.csv only: the run's figures (simulate.md, "Figures") are not what is timed
+    return argv + (["--out", str(out), "--no-figures"] if out is not None else [])
 
 
 def ours(policy: str, trace: Path, platform: str = "128", out: Path | None = None,

@@ -128,13 +128,64 @@ def cases() -> list[Case]:
     ]:
         out.append(Case("experiment options", name, [*extra, "--out", "{OUT}"], {},
                         needs=needs))
+    out.extend(round_two())
     return out
+
+
+def round_two() -> list[Case]:
+    """Issue 40's start-up failures, silent acceptances and unbounded loads."""
+    start = "start-up failure (issue 40)"
+    silent = "silent acceptance (issue 40)"
+    load = "unbounded load (issue 40)"
+    platform = ["simulate", "--platform", "{F}", "--out", "{OUT}"]
+    return [
+        Case(start, "coorm serve --port 70000", ["coorm", "serve", "--port", "70000"], {},
+             needs="--port"),
+        Case(start, "coorm serve --port -1", ["coorm", "serve", "--port", "-1"], {},
+             needs="--port"),
+        Case(start, "coorm serve --host 999.1.1.1", ["coorm", "serve", "--host", "999.1.1.1"],
+             {}, needs="--host 999.1.1.1"),
+        Case(start, "experiment --executor slurm off a cluster",
+             ["experiment", "dmrlib", "--quick", "--executor", "slurm", "--out", "{OUT}"], {},
+             codes=(3,), needs="--executor slurm"),
+        Case(start, "simulate --out whose jobs.csv cannot be written",
+             ["simulate", "--out", "{TMP}/o"], {"o/jobs.csv/keep": b""},
+             needs="jobs.csv: cannot write"),
+        Case(start, "--platform TOML with reserve >= nodes", platform,
+             {"p.toml": b"[clusters.a]\nnodes = 4\nreserve = 4\n"},
+             needs="{F}: clusters.a.reserve"),
+        Case(start, "manager run without the Slurm commands here",
+             ["manager", "run", "--config", "{F}", "--out", "{OUT}"],
+             {"c.toml": b"[clusters.a]\nnodes = 4\n"}, codes=(3,), needs="command not found"),
+        Case(silent, "[policy] name = nosuch in a --platform TOML", platform,
+             {"p.toml": b'[clusters.a]\nnodes = 40\n[policy]\nname = "nosuch"\n'},
+             needs="nosuch"),
+        Case(silent, "--approach pwa --policy-option approach=pra",
+             ["simulate", "--approach", "pwa", "--policy-option", "approach=pra", "--out",
+              "{OUT}"], {}, needs="disagree"),
+        Case(silent, "--platform 99999999999",
+             ["simulate", "--platform", "99999999999", "--out", "{OUT}"], {},
+             needs="10,000,000"),
+        Case(load, "simulate --background 1e-9",
+             ["simulate", "--background", "1e-9", "--out", "{OUT}"], {}, needs="--background"),
+        Case(load, "simulate --background 0.1",
+             ["simulate", "--background", "0.1", "--out", "{OUT}"], {}, needs="--background"),
+        Case(load, "coorm serve --clusters 100000", ["coorm", "serve", "--clusters", "100000"],
+             {}, needs="--clusters"),
+        *[Case(load, f"experiment {' '.join(argv)}", ["experiment", *argv, "--out", "{OUT}"],
+               {}, needs=argv[1]) for argv in (
+            ["koala", "--reps", "100000000"], ["dmrlib", "--sizes", "1000000000"],
+            ["acds", "--job-counts", "20:100000000:20"],
+            ["coorm", "--jobs-per-pack", "100000000"])],
+    ]
 
 
 AGREE = [  # (name, simulate options): outputs that must agree with each other
     ("README command", ["--workload", "wm", "--approach", "pra", "--policy", "egs"]),
     ("PWA/EGS on W'm", ["--workload", "wm-prime", "--approach", "pwa", "--policy", "egs"]),
     ("UTF-8 BOM workload accepted", ["--workload", "{BOM}"]),
+    ("a job larger than every cluster is counted rejected",
+     ["--workload", "{BIG}", "--platform", "128", "--policy", "fcfs"]),
 ]
 
 
@@ -143,9 +194,11 @@ def agree(name: str, options: list[str], tmp: Path) -> tuple[bool, str]:
     noise (at most 6 decimals), and the run exits 0."""
     bom = tmp / "bom.swf"
     bom.write_text("\ufeff; a comment\n" + GOOD + "\n", encoding="utf-8")
+    big = tmp / "big.swf"
+    big.write_text(swf_line(f5="500", f8="500") + "\n" + swf_line(f1="2") + "\n")
     out = tmp / "out"
-    argv = ["simulate", *[o.replace("{BOM}", str(bom)) for o in options], "--out", str(out),
-            "--json"]
+    argv = ["simulate", *[o.replace("{BOM}", str(bom)).replace("{BIG}", str(big))
+                          for o in options], "--out", str(out), "--json"]
     proc = subprocess.run([sys.executable, "-m", "malleable", *argv], capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
                           timeout=300, check=False)
@@ -157,8 +210,12 @@ def agree(name: str, options: list[str], tmp: Path) -> tuple[bool, str]:
     resizes = sum(int(r["resizes"]) for r in rows)
     ops = summary["grow_ops"] + summary["shrink_ops"]
     noisy = [v for r in rows for v in r.values() if "." in v and len(v.split(".")[1]) > 6]
-    ok = resizes == ops and not noisy and len(rows) == summary["jobs"]
-    return ok, f"resizes column {resizes}, grow+shrink {ops}, noisy cells {len(noisy)}"
+    # every job ended or was refused, and the summary says which (issue 40)
+    ended = summary["completed"] + summary.get("rejected", 0) == summary["jobs"]
+    ok = resizes == ops and not noisy and len(rows) == summary["jobs"] and ended
+    return ok, (f"resizes column {resizes}, grow+shrink {ops}, noisy cells {len(noisy)}, "
+                f"completed {summary['completed']} + rejected {summary.get('rejected')} of "
+                f"{summary['jobs']}")
 
 
 def run_case(case: Case, tmp: Path) -> tuple[bool, str]:
@@ -167,7 +224,8 @@ def run_case(case: Case, tmp: Path) -> tuple[bool, str]:
         (tmp / name).write_bytes(data)
     first = str(tmp / next(iter(case.files))) if case.files else ""
     out = tmp / "out"
-    argv = [a.replace("{F}", first).replace("{OUT}", str(out)) for a in case.argv]
+    argv = [a.replace("{F}", first).replace("{OUT}", str(out)).replace("{TMP}", str(tmp))
+            for a in case.argv]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     proc = subprocess.run([sys.executable, "-m", "malleable", *argv], capture_output=True,
                           text=True, env=env, timeout=120, cwd=tmp, check=False)

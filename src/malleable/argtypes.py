@@ -8,6 +8,7 @@ while the parser is built.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 
 def _whole(text: str) -> int:
@@ -32,3 +33,22 @@ def positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value}: give a whole number >= 1")
     return value
+
+
+def port(text: str) -> int:
+    """A TCP port to bind: a whole number in [0, 65535] (0: any free port)."""
+    value = _whole(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port: give a whole number in "
+                                         "[0, 65535] (0: any free port)")
+    return value
+
+
+def bounded(low: int, high: int) -> Callable[[str], int]:
+    """A converter for a whole number in [low, high] (a count that must stay tractable)."""
+    def convert(text: str) -> int:
+        value = _whole(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value}: give a whole number in [{low}, {high:,}]")
+        return value
+    return convert

@@ -7,7 +7,8 @@ Each family of subcommands lives in its own module, which exposes
 (``func(args) -> int``). Exit codes:
 
 0 success · 1 unexpected failure · 2 bad input or usage · 3 a cluster, command
-or container failed · 4 infeasible request · 130 interrupted (README.md).
+or container failed · 4 infeasible request · 5 a ``manager run`` ended with failed
+jobs · 130 interrupted (README.md).
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="malleable", description=DESCRIPTION,
                      epilog="Exit codes: 0 success, 1 unexpected failure, 2 bad input or usage, "
                             "3 a cluster, command or container failed, 4 infeasible request, "
-                            "130 interrupted. `malleable COMMAND --help` for each command.")
+                            "5 a `manager run` ended with failed jobs or jobs cancelled outside "
+                            "it, 130 interrupted. `malleable COMMAND --help` for each command.")
     parser.add_argument("--version", action="version", version=f"malleable {__version__}")
     parser.add_argument(
         "-v", "--verbose", action="count", default=0,

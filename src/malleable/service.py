@@ -30,6 +30,7 @@ from malleable.errors import ExternalError, InputError
 from malleable.health import SITE_TIMEOUT
 from malleable.manager import Manager
 from malleable.metrics.records import JobRecord
+from malleable.metrics.runtrace import Lane, RunTrace, draw_figures
 from malleable.metrics.summary import (
     RecordWriter,
     RunningSummary,
@@ -37,14 +38,22 @@ from malleable.metrics.summary import (
     jsonable,
     mechanism,
     output_dir,
+    output_file,
     summarize,
     write_records,
 )
 from malleable.model import DAS3, Cluster, JobSpec, JobState, Operation
 from malleable.policies.registry import PolicySpec, factory
-from malleable.sim.run import JobBatches, SimConfig, SimResult, check_jobs, simulate
+from malleable.sim.run import (
+    JobBatches,
+    RecordSink,
+    SimConfig,
+    SimResult,
+    check_jobs,
+    simulate,
+)
 from malleable.workloads.load import load_workload
-from malleable.workloads.swf import write_swf
+from malleable.workloads.swf import MAX_SIZE, write_swf
 
 if TYPE_CHECKING:  # imported where a real run needs them: a simulation never loads paramiko,
     # the journal, the real-time driver or the config reader (about 13 ms of its start-up)
@@ -77,6 +86,10 @@ def choose_policy(configured: PolicySpec | None = None, name: str | None = None,
     spec = configured or DEFAULT_POLICY
     if name is not None and name != spec.name:
         spec, source = PolicySpec(name), None
+    given = (options or {}).get("approach")
+    if approach is not None and given is not None and str(given) != approach:
+        raise InputError(f"--approach {approach} and --policy-option approach={given} "
+                         "disagree: give one of them")
     spec = spec.with_options(options or {})
     if approach is not None:
         spec = spec.with_options({"approach": approach})
@@ -97,6 +110,10 @@ def approach_of(spec: PolicySpec) -> str | None:
 
 # ----------------------------------------------------------------------------- platform
 
+#: The most nodes a simulated cluster may have: the bound of an SWF job's size, so that
+#: a typo is refused, not simulated.
+MAX_NODES = MAX_SIZE
+
 
 def platform(spec: str) -> list[Cluster]:
     """``das3`` (the five DAS-3 clusters), ``N`` (one cluster of N nodes) or a clusters
@@ -105,8 +122,9 @@ def platform(spec: str) -> list[Cluster]:
         return list(DAS3)
     if spec.isdigit():
         nodes = int(spec)
-        if nodes < 1:
-            raise InputError(f"--platform {spec}: a cluster needs at least one node")
+        if not 1 <= nodes <= MAX_NODES:
+            raise InputError(f"--platform {spec}: a cluster needs at least one node and at "
+                             f"most {MAX_NODES:,} (the bound of an SWF job's size)")
         return [Cluster("cluster", nodes)]
     path = Path(spec)
     if not path.exists():
@@ -123,8 +141,29 @@ def clusters_of(config: ClustersConfig) -> list[Cluster]:
     if missing:
         raise InputError(f"clusters.{missing[0]}.nodes: missing (a simulated platform needs "
                          "every site's node count)", source=config.source)
+    for site in config.sites:
+        nodes = site.nodes or 0
+        if nodes > MAX_NODES:
+            raise InputError(f"clusters.{site.name}.nodes: {nodes} is more than {MAX_NODES:,} "
+                             "(the bound of an SWF job's size)", source=config.source)
+        if site.reserve >= nodes:
+            raise InputError(f"clusters.{site.name}.reserve: {site.reserve} leaves none of the "
+                             f"site's {nodes} nodes to the manager; give a reserve below "
+                             "nodes", source=config.source)
     return [Cluster(site.name, site.nodes or 0, site.reserve, site.speed)
             for site in config.sites]
+
+
+def platform_policy(spec: str) -> tuple[PolicySpec | None, str | None]:
+    """The ``[policy]`` of a ``--platform`` clusters config, and the file's name (None,
+    None for ``das3``, a node count or a config without one): ``simulate`` runs it unless
+    ``--policy`` names another, as ``manager run`` does with its config."""
+    if spec == "das3" or spec.isdigit():
+        return None, None
+    from malleable.config import load_config
+
+    config = load_config(spec)
+    return config.policy, config.source
 
 
 # ----------------------------------------------------------------------------- simulation
@@ -187,7 +226,8 @@ def _settings(policy: PolicySpec, config: SimConfig) -> dict[str, Any]:
 
 def stream_simulation(jobs: list[JobSpec] | JobBatches, clusters: Sequence[Cluster],
                       policy: PolicySpec, config: SimConfig,
-                      out: Path | None = None) -> dict[str, Any]:
+                      out: Path | None = None,
+                      watchers: Sequence[RecordSink] = ()) -> dict[str, Any]:
     """:func:`run_simulation` in the memory of the live jobs only, its summary: ``jobs``
     is consumed (a list is emptied; batches are taken as they fall due), each job's row
     of ``out/jobs.csv`` (with ``out``) is written once it and the jobs submitted before it
@@ -198,12 +238,12 @@ def stream_simulation(jobs: list[JobSpec] | JobBatches, clusters: Sequence[Clust
     built = policy.build()
     totals = RunningSummary()
     if out is None:
-        result = simulate(jobs, clusters, built, config, sink=totals.add,
+        result = simulate(jobs, clusters, built, config, sink=_told(totals.add, watchers),
                           consume=isinstance(jobs, list))
     else:
-        with (output_dir(out) / "jobs.csv").open("w", newline="", encoding="utf-8") as handle:
+        with output_file(output_dir(out) / "jobs.csv") as handle:
             result = simulate(jobs, clusters, built, config,
-                              sink=Tee(RecordWriter(handle), totals),
+                              sink=_told(Tee(RecordWriter(handle), totals), watchers),
                               consume=isinstance(jobs, list))
     summary = totals.summary(result.makespan, result.utilization)
     summary.update(totals.mechanism(_policy_counts(built)))
@@ -211,10 +251,23 @@ def stream_simulation(jobs: list[JobSpec] | JobBatches, clusters: Sequence[Clust
     return summary
 
 
+def _told(sink: RecordSink, watchers: Sequence[RecordSink]) -> RecordSink:
+    """``sink``, then each of ``watchers`` (a progress bar, the figures' trace), for each
+    record; without watchers, the sink itself: nothing added to the run's hot path."""
+    if not watchers:
+        return sink
+    every = (sink, *watchers)
+
+    def all_of(record: JobRecord, grows: int, shrinks: int) -> None:
+        for each in every:
+            each(record, grows, shrinks)
+    return all_of
+
+
 def write_summary_json(out: Path, summary: Mapping[str, Any]) -> None:
     """``summary.json`` in ``out`` (created), as :func:`write_outputs` writes it."""
-    output_dir(out)
-    (out / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
+    with output_file(output_dir(out) / "summary.json") as handle:
+        handle.write(json.dumps(jsonable(summary), indent=2) + "\n")
 
 
 def policy_options(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -277,6 +330,28 @@ def select_sites(config: ClustersConfig, names: str | None) -> tuple[SiteConfig,
     if not names:
         return config.sites
     return tuple(config.site(name.strip()) for name in names.split(",") if name.strip())
+
+
+#: The commands a site's adapter runs to poll and place, by ``kind``.
+SITE_COMMANDS = {"slurm": ("sinfo", "squeue", "sbatch", "scontrol", "scancel"),
+                 "oar": ("oarstat", "oarsub", "oardel")}
+
+
+def check_local_commands(sites: Sequence[SiteConfig]) -> None:
+    """ExternalError, before a run starts, for a site without ``host`` (its commands run
+    on this machine) whose scheduler commands are not on this machine's PATH: "command not
+    found" never gets better by waiting, so it is not retried as an unavailable site is."""
+    import shutil
+
+    for site in sites:
+        if site.ssh is not None:
+            continue
+        missing = [c for c in SITE_COMMANDS.get(site.kind, ()) if shutil.which(c) is None]
+        if missing:
+            raise ExternalError(f"site {site.name}: {', '.join(missing)}: command not found on "
+                                f"this machine (the site has no host, so its {site.kind} "
+                                "commands run here): install them, or give the site's host "
+                                "in the config")
 
 
 def build_adapters(sites: Sequence[SiteConfig], clock: ScaledClock, info: RunInfo,
@@ -430,10 +505,10 @@ def finished(run: ManagerRun) -> int:
     return sum(1 for r in run.manager.records.values() if r.state.finished)
 
 
-def finish(run: ManagerRun, out: Path, stopped: str, compare_sim: bool = False
-           ) -> dict[str, Any]:
+def finish(run: ManagerRun, out: Path, stopped: str, compare_sim: bool = False,
+           figures: bool = False) -> dict[str, Any]:
     """Write ``jobs.csv`` and ``summary.json`` (and, with ``compare_sim``, ``simulated/``)
-    to ``out``; the summary."""
+    to ``out``, and with ``figures`` the run's figures (in both); the summary."""
     output_dir(out)
     records = list(run.manager.records.values())
     ends = [r.end for r in records if r.end is not None]
@@ -455,8 +530,12 @@ def finish(run: ManagerRun, out: Path, stopped: str, compare_sim: bool = False
                    stray_helpers=stray_helpers(run))
     summary.update(policy_options(run.policy.options))
     write_records(out / "jobs.csv", records, run.manager.operations)
+    lanes = [Lane(name, site_nodes(run, name)) for name in run.adapters]
+    if figures:
+        title = f"{run.info.workload} · {run.policy.label()} · real run {run.info.run_id}"
+        draw_figures(RunTrace.of(records, lanes), out, title)
     if compare_sim:
-        summary["simulated"] = simulate_twin(run, out / "simulated")
+        summary["simulated"] = simulate_twin(run, out / "simulated", figures)
     (out / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
     return summary
 
@@ -501,12 +580,17 @@ def site_nodes(run: ManagerRun, name: str) -> int:
         return 0
 
 
-def simulate_twin(run: ManagerRun, out: Path) -> dict[str, Any]:
-    """The same workload, policy and cluster sizes in the simulator, written to ``out``."""
+def simulate_twin(run: ManagerRun, out: Path, figures: bool = False) -> dict[str, Any]:
+    """The same workload, policy and cluster sizes in the simulator, written to ``out``
+    (with ``figures``, its figures too, beside the real run's)."""
     clusters = [Cluster(name, max(1, site_nodes(run, name)), a.reserve, a.speed)
                 for name, a in run.adapters.items()]
     result, summary = run_simulation(run.workload, clusters, run.policy, SimConfig())
     for key in ("approach", "policy", "policy_options"):
         summary.pop(key, None)
     write_outputs(out, result.records, summary, result.operations)
+    if figures:
+        lanes = [Lane(c.name, c.nodes) for c in clusters]
+        draw_figures(RunTrace.of(result.records, lanes), out,
+                     f"{run.info.workload} · {run.policy.label()} · simulated twin")
     return summary

@@ -122,6 +122,9 @@ def test_egs_pra_workload(idle_testbed: Testbed, config_file: Path, tmp_path: Pa
     assert summary["completed"] == 20 and summary["stopped"] == "done"
     assert isinstance(summary["grow_ops"], int) and summary["grow_ops"] > 0
     assert summary["shrink_ops"] == 0  # PRA never shrinks
+    for where in (out, out / "simulated"):  # the run's figures, real and simulated (issue 40)
+        for name in ("usage.png", "gantt.png"):
+            assert (where / name).read_bytes()[:4] == b"\x89PNG", where / name
     resizes = summary["resizes"]
     assert isinstance(resizes, dict) and resizes.get("done", 0) >= summary["grow_ops"]
     _check_records(out)

@@ -80,10 +80,15 @@ def test_fig5_one_quantity_per_panel_and_no_fills(figures: Any) -> None:
 
 
 def test_drawing_reports_each_figure_for_the_progress_bar(tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]
+                                                          capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch
                                                           ) -> None:
     """The second bar of `experiment dmrlib` counts the figures and the report: it is
-    full only when every file is written."""
+    full only when every file is written. (Bars are drawn on a terminal only: the test's
+    captured output is made to look like one.)"""
+    from rich.console import Console
+
+    monkeypatch.setattr(Console, "is_terminal", property(lambda self: True))
     assert main(["experiment", "dmrlib", "--quick", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "figures and report written" in out

@@ -19,16 +19,16 @@ from malleable.cli import main
 CASES = {
     "fcfs": (["--policy", "fcfs"],
              "6388bd6eb41edfe2fc6be33c9ee1bbe1e781737a1453cee23144125f2023635b",
-             "6f198284572ef5296e7d282ad3594420b2a5043ae8102b1e433a94ad369acc48"),
+             "86797a5719b0940d446de7fba6b1b988233f8db46f9b8247f32e5ec4ccf8460e"),
     "easy": (["--policy", "easy"],
              "57d59aee79975adcd1ad49894cb70e329f8dd64619cba3b001e117caf3445bb1",
-             "a00d32e3d4a9e8bfdb6b2ef9d168a58a77661b220fc63bd99972c51789fc98e8"),
+             "97cff90e3ce6e51252736e8b7fa8e038a4d5b45ca0a75551f00e960ff4f4b3f3"),
     "fpsma-pwa": (["--policy", "fpsma", "--approach", "pwa"],
                   "e21c9cdb6fbbca5474e9dc56590b93e7c58907c2c9b49b41ee9ba904feff9bf8",
-                  "c74ed4b31d6f2b4abf14cc670dfbbdaf7ca4cae39188fd72cbca6593786624a3"),
+                  "cf05cfcc4150df438fff2e961b6fe62f65a08c4c7310c07e4ff5abf10b387bac"),
     "egs-pwa": (["--policy", "egs", "--approach", "pwa"],
                 "ec962f54c11da5a67aff7148921c5a7953bc4ac09105188e7753db2396cae212",
-                "21bd675d305edaed7fa6f89504a8eb8b65e28e23438500a207613fce449cd1ef"),
+                "8e0e18610ce770657b77406803c0bb1e751393c224dd7c5314535d62da7e019f"),
 }
 
 

@@ -110,9 +110,11 @@ def test_counts_below_one_are_refused(flag: str, tmp_path: Path,
     assert len(err) == 1 and f"{flag} must be at least 1, not 0" in err[0]
 
 
-def test_every_experiment_takes_the_executor_options() -> None:
+def test_every_experiment_takes_the_executor_options(monkeypatch: pytest.MonkeyPatch) -> None:
     from malleable.cli import build_parser
     from malleable.experiments import EXPERIMENTS
+
+    monkeypatch.setattr(executor.shutil, "which", lambda name: f"/usr/bin/{name}")  # a login node
 
     for name in EXPERIMENTS:
         args = build_parser("experiment").parse_args(

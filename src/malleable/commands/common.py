@@ -58,6 +58,13 @@ def policy_from_args(args: argparse.Namespace, configured: PolicySpec | None = N
                          args.approach, source)
 
 
+def _cell(value: object) -> str:
+    """A summary value as the table shows it: a mean over no job (NaN) is "-"."""
+    if isinstance(value, float):
+        return "-" if value != value else f"{value:,.2f}"
+    return str(value)
+
+
 def print_summary(summary: dict[str, Any]) -> None:
     """A summary as a table titled with its workload, approach and policy."""
     from rich.console import Console  # only when printed: `simulate --json` never loads rich
@@ -71,5 +78,5 @@ def print_summary(summary: dict[str, Any]) -> None:
     for key, value in summary.items():
         if key in ("workload", "approach", "policy") or isinstance(value, dict | list):
             continue
-        table.add_row(key, f"{value:,.2f}" if isinstance(value, float) else str(value))
+        table.add_row(key, _cell(value))
     Console().print(table)

@@ -10,12 +10,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import signal
+import socket
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from malleable import argtypes
 from malleable.coorm.launch import add_launch_arguments
-from malleable.errors import InputError
+from malleable.errors import ExternalError, InputError
+
+#: Bounds of the paper's model a service is built for: the links between clusters are
+#: nC^2 / 2 (100,000 clusters never finished building), and a cluster's hosts are bounded
+#: as an SWF job's size is (1e7).
+MAX_CLUSTERS = 1000
+MAX_HOSTS = 10_000_000
 
 if TYPE_CHECKING:
     from malleable.coorm.core import CooRMCore
@@ -40,9 +50,12 @@ def register(sub: Any) -> None:
 
 def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=0, help="port to bind (default 0: any free)")
-    p.add_argument("--clusters", type=int, default=2, help="number of clusters nC (default 2)")
-    p.add_argument("--hosts", type=int, default=128, help="hosts per cluster nH (default 128)")
+    p.add_argument("--port", type=argtypes.port, default=0,
+                   help="port to bind, 0-65535 (default 0: any free)")
+    p.add_argument("--clusters", type=argtypes.bounded(1, MAX_CLUSTERS), default=2,
+                   help=f"number of clusters nC, 1-{MAX_CLUSTERS} (default 2)")
+    p.add_argument("--hosts", type=argtypes.bounded(1, MAX_HOSTS), default=128,
+                   help=f"hosts per cluster nH, 1-{MAX_HOSTS:,} (default 128)")
     p.add_argument("--repolicy-interval", type=float, default=1.0,
                    help="run the policy at most once per this many seconds (default 1)")
     p.add_argument("--fair-start", type=float, default=5.0,
@@ -64,7 +77,6 @@ def _run_launch(args: argparse.Namespace) -> int:
 def run_serve(args: argparse.Namespace) -> int:
     from malleable.coorm.core import CooRMCore, CoreConfig
     from malleable.coorm.resources import paper_platform
-    from malleable.coorm.service import serve
 
     if args.clusters < 1 or args.hosts < 1:
         raise InputError("--clusters and --hosts must be at least 1")
@@ -88,7 +100,7 @@ def run_serve(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _interrupt)  # stop as on Ctrl-C: clean up below
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve(core, args.host, args.port, ready))
+            asyncio.run(_serve(core, args.host, args.port, ready))
     finally:
         if args.config is not None:
             from malleable.coorm.real import RealCoorm
@@ -96,6 +108,35 @@ def run_serve(args: argparse.Namespace) -> int:
                 core.close()  # cancel the jobs still held for applications
         signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+async def _serve(core: CooRMCore, host: str, port: int,
+                 ready: Callable[[str, int], None]) -> None:
+    """:func:`~malleable.coorm.service.serve`, its failure to listen as one line: exit 2
+    for an address that is not this machine's, 3 for a port in use or not allowed."""
+    from malleable.coorm.service import CooRMService
+
+    service = CooRMService(core, host, port)
+    try:
+        bound = await service.start()
+    except OSError as exc:
+        raise _bind_error(exc, host, port) from None
+    ready(*bound)
+    try:
+        await service.serve_forever()
+    finally:
+        await service.close()
+
+
+def _bind_error(exc: OSError, host: str, port: int) -> InputError | ExternalError:
+    reason = exc.strerror or str(exc)
+    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+        return InputError(f"--host {host}: not an address of this machine ({reason}); "
+                          "give one of its addresses, e.g. 127.0.0.1")
+    if exc.errno == errno.EADDRINUSE:
+        return ExternalError(f"--port {port}: address {host}:{port} already in use; "
+                             "give another --port, or 0 for any free one")
+    return ExternalError(f"cannot listen on {host}:{port} (--host, --port): {reason}")
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -13,6 +13,7 @@ import importlib.util
 from collections.abc import Sequence
 from typing import Any
 
+from malleable.errors import InputError
 from malleable.experiments import EXPERIMENTS, executor
 
 
@@ -50,8 +51,38 @@ def register(sub: Any) -> None:
         exp_sub.add_parser(name, help=summary, description=summary)
 
 
+#: The most repetitions, and jobs per workload, an experiment is asked for: beyond, a sweep
+#: runs for days (``koala --reps 100000000`` ran silently until killed); refused, exit 2.
+MAX_REPS = 1000
+MAX_JOBS = 100_000
+#: Each experiment's options (their attribute and flag) that set the size of its sweep.
+LOAD_FLAGS = {"koala": (("reps", "--reps", MAX_REPS),),
+              "acds": (("reps", "--reps", MAX_REPS), ("jobs", "--job-counts", MAX_JOBS)),
+              "dmrlib": (("reps", "--reps", MAX_REPS), ("jobs", "--sizes", MAX_JOBS)),
+              "coorm": (("jobs", "--jobs-per-pack", MAX_JOBS),)}
+
+
+def bound_loads(args: argparse.Namespace) -> None:
+    """InputError for a sweep far beyond any paper's (see :data:`MAX_REPS`)."""
+    for attr, flag, limit in LOAD_FLAGS.get(str(getattr(args, "experiment", "")), ()):
+        value = getattr(args, attr, None)
+        if isinstance(value, str):  # acds: FIRST:LAST:STEP (its own checks follow)
+            parts = value.split(":")
+            values = [int(p) for p in parts[:2] if p.strip().isdigit()]
+        elif isinstance(value, list | tuple):
+            values = [v for v in value if isinstance(v, int)]
+        else:
+            values = [value] if isinstance(value, int) else []
+        for v in values:
+            if v > limit:
+                raise InputError(f"{flag} {value if isinstance(value, str) else v}: at most "
+                                 f"{limit:,} (a sweep that would run for days)")
+
+
 def _runner(mod: Any) -> Any:
     def run(args: argparse.Namespace) -> int:
+        bound_loads(args)
+        executor.from_args(args)  # checked before any output (--executor slurm off a cluster)
         return int(mod.run(args))
 
     return run

@@ -68,6 +68,9 @@ def register(sub: Any) -> None:
     r.add_argument("--compare-sim", action="store_true",
                    help="also simulate the workload on clusters of the same sizes "
                         "(DIR/simulated/)")
+    r.add_argument("--no-figures", action="store_false", dest="figures",
+                   help="draw no figures (usage.png, gantt.png, as `simulate --out` draws "
+                        "them; also in DIR/simulated/ with --compare-sim)")
     r.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     r.set_defaults(func=run)
     from malleable.commands.serve import register_verbs
@@ -103,11 +106,12 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from malleable.metrics.summary import jsonable, output_dir
-    from malleable.service import finish, open_run, write_workload
+    from malleable.service import check_local_commands, finish, open_run, write_workload
     from malleable.store import Store
 
     _check_args(args)
     asked = request(args)
+    check_local_commands(asked.sites)
     out: Path = args.out
     output_dir(out)
     store = Store.open(args.state or out / "state.sqlite")
@@ -116,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             write_workload(job, out)
             stopped = _drive(job, args)
-            summary = finish(job, out, stopped, args.compare_sim)
+            summary = finish(job, out, stopped, args.compare_sim, args.figures)
         finally:
             job.close()
     except ExternalError:  # a site did not answer: the run can go on later

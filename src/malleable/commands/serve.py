@@ -150,7 +150,9 @@ def _print_status(found: dict[str, Any]) -> None:
           f", poll {found['poll']} s")
     for site in found["sites"]:
         health = "up" if site["online"] else f"DOWN ({site['last_error']})"
-        print(f"site {site['name']}: {health}, {site['nodes']} nodes, {site['idle']} idle, "
+        nodes = ("nodes not known (no answer yet)" if site["nodes"] is None
+                 else f"{site['nodes']} nodes, {site['idle']} idle")
+        print(f"site {site['name']}: {health}, {nodes}, "
               f"reserve {site['reserve']}, {site['ignored_tags']} tags ignored")
         if site.get("admin_held"):
             print(f"site {site['name']}: held by an administrator (left held): "

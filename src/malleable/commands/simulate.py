@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
+import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,10 +18,52 @@ from malleable.commands.common import (
     policy_from_args,
     print_summary,
 )
+from malleable.errors import InputError
 from malleable.workloads.koala import KOALA_WORKLOADS
 
 if TYPE_CHECKING:
-    from malleable.sim.run import SimConfig
+    from malleable.model import Cluster
+    from malleable.sim.run import RecordSink, SimConfig
+
+logger = logging.getLogger(__name__)
+
+#: The policies that plan with a job's requested time (EASY's backfilling).
+WALLTIME_POLICIES = ("easy", "easy-dmr")
+
+#: Records between two updates of the progress bar (an update costs ~10 us).
+PROGRESS_EVERY = 256
+
+
+@contextlib.contextmanager
+def progress_bar(total: int, quiet: bool) -> Iterator[RecordSink | None]:
+    """A bar of the jobs that have ended, on stderr when it is a terminal and ``quiet``
+    (``--json``) is not set: the callback to call after each job, or None (nothing then
+    runs per job). It disappears when the run ends."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    count = [0]
+    with Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True),
+                  transient=True) as bar:
+        task = bar.add_task("jobs", total=total)
+
+        def ended(record: object, grows: int, shrinks: int) -> None:
+            count[0] += 1
+            if count[0] % PROGRESS_EVERY == 0:
+                bar.update(task, completed=count[0])
+
+        yield ended
 
 
 def register(sub: Any) -> None:
@@ -35,7 +81,11 @@ def register(sub: Any) -> None:
     p.add_argument("--workload", default="wm", metavar="{" + ",".join(KOALA_WORKLOADS) + ",PATH}",
                    help="a KOALA workload name or a malleable SWF file (docs/workloads.md)")
     p.add_argument("--seed", type=argtypes.seed, default=1, help="seed of the generated workload")
-    p.add_argument("--out", type=Path, help="directory for jobs.csv and summary.json")
+    p.add_argument("--out", type=Path, help="directory for jobs.csv, summary.json and the "
+                                            "run's figures (usage.png, gantt.png)")
+    p.add_argument("--no-figures", action="store_false", dest="figures",
+                   help="with --out, draw no figures (usage.png, gantt.png): jobs.csv and "
+                        "summary.json only")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--reconfig-cost", type=float, default=0.0, metavar="S",
                    help="seconds without progress at each resize (default 0)")
@@ -51,6 +101,33 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def check_background(interarrival: float, clusters: Sequence[Cluster]) -> None:
+    """InputError for a background load no cluster can serve: local users who would keep
+    busy, on average, at least all of a cluster's nodes (mean size x mean run time /
+    ``interarrival``) make a queue that grows without end, and the run never ends
+    (``--background 1e-9`` ran for ever; docs/simulate.md)."""
+    from malleable.sim.background import BackgroundSpec
+
+    spec = BackgroundSpec(interarrival=interarrival)
+
+    def lowest(cluster: Cluster) -> float:  # the inter-arrival that keeps it all busy
+        mean_size = (spec.min_size + min(spec.max_size, cluster.nodes)) / 2
+        return mean_size * spec.runtime / cluster.nodes
+
+    worst = max(clusters, key=lowest)
+    if interarrival <= lowest(worst):
+        busy = lowest(worst) * worst.nodes / interarrival
+        raise InputError(f"--background {interarrival:g}: local users would keep {busy:,.0f} "
+                         f"nodes busy on average on cluster {worst.name}, which has "
+                         f"{worst.nodes}: their queue would grow without end and the run "
+                         f"never finish; give more than {lowest(worst):.4g} s")
+
+
+def _title(summary: dict[str, Any]) -> str:
+    return " · ".join(str(summary[k]) for k in ("workload", "approach", "policy")
+                      if summary.get(k) is not None)
+
+
 def _config(args: argparse.Namespace) -> SimConfig:
     from malleable.service import sim_config
 
@@ -62,24 +139,51 @@ def _config(args: argparse.Namespace) -> SimConfig:
 def run(args: argparse.Namespace) -> int:
     if args.workload not in KOALA_WORKLOADS:  # a file: its reader imports numpy
         load_numpy()
-    from malleable.metrics.summary import jsonable
-    from malleable.service import platform, stream_simulation, write_summary_json
+    from malleable.metrics.runtrace import Lane, RunTrace, draw_figures
+    from malleable.metrics.summary import jsonable, output_dir
+    from malleable.service import (
+        platform,
+        platform_policy,
+        stream_simulation,
+        write_summary_json,
+    )
     from malleable.sim.run import collector_eased
     from malleable.workloads.load import simulation_workload
 
-    policy = policy_from_args(args)
     clusters = platform(args.platform)
+    policy = policy_from_args(args, *platform_policy(args.platform))
     config = _config(args)
+    if config.background is not None:
+        check_background(config.background.interarrival, clusters)
+    if args.out is not None:
+        output_dir(args.out)  # a read-only --out is refused before the run, not after it
     with collector_eased(paused=True):  # a million JobSpecs and no cycle: no pass needed
         jobs = simulation_workload(args.workload, args.seed)
     # Each job's record is written and dropped once it has ended (the memory of the live
     # jobs only: a million-job trace); the summary comes from running totals.
-    summary = stream_simulation(jobs, clusters, policy, config, args.out)
+    trace = None
+    watchers: list[RecordSink] = []
+    if args.out is not None and args.figures:
+
+        trace = RunTrace([Lane(c.name, c.nodes) for c in clusters])
+        watchers.append(trace)
+    with progress_bar(len(jobs), quiet=args.json) as ended:
+        if ended is not None:
+            watchers.append(ended)
+        summary = stream_simulation(jobs, clusters, policy, config, args.out, watchers)
     summary.update(workload=args.workload, seed=args.seed)
+    if summary["past_walltime"] and policy.name in WALLTIME_POLICIES:
+        logger.warning("%d job(s) ran past their requested time: they ran on, and %s "
+                       "counted each as ending at any moment from then on (docs/simulate.md, "
+                       "\"Requested times\")", summary["past_walltime"], policy.name)
     if args.platform != "das3":
         summary["platform"] = args.platform
     if args.out is not None:
         write_summary_json(args.out, summary)
+        written = [args.out / "jobs.csv", args.out / "summary.json"]
+        if trace is not None:
+            written += draw_figures(trace, args.out, _title(summary))
+        print(f"malleable: wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     if args.json:
         print(json.dumps(jsonable(summary)))
     else:

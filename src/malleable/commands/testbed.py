@@ -28,7 +28,7 @@ def _name(p: argparse.ArgumentParser) -> None:
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "testbed", help="bring up, inspect and remove the containerized multi-cluster Slurm",
+        "testbed", help="bring up, inspect and remove the containerized Slurm and OAR clusters",
         description="A containerized multi-cluster Slurm system: one slurmctld per site, "
                     "emulated nodes (one slurmd each), shared slurmdbd accounting, SSH and "
                     "Open MPI. See docs/testbed.md.")

@@ -22,15 +22,17 @@ import hashlib
 import json
 import logging
 import math
+import os
 import pickle
 import re
+import shutil
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from malleable.errors import InputError, MalleableError
+from malleable.errors import ExternalError, InputError, MalleableError
 
 logger = logging.getLogger(__name__)
 
@@ -75,16 +77,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="slurm: each task's time limit in minutes (default 60)")
 
 
+def check(args: argparse.Namespace) -> None:
+    """``--workers`` below 1 refused; above this machine's cores, lowered to them with a
+    warning (more processes only compete for the cores)."""
+    workers = getattr(args, "workers", None)
+    if isinstance(workers, int) and not isinstance(workers, bool):
+        if workers < 1:
+            raise InputError(f"--workers {workers}: give at least 1")
+        cores = os.cpu_count() or 1
+        if workers > cores and args.executor == "local":
+            logger.warning("--workers %d: using %d, the cores of this machine", workers, cores)
+            args.workers = cores
+
+
 def from_args(args: argparse.Namespace, cluster: str = "slurm") -> Executor:
-    """The executor the options ask for; ``cluster`` is submitit's (tests: local, debug)."""
+    """The executor the options ask for; ``cluster`` is submitit's (tests: local, debug).
+    ``--executor slurm`` where there is no Slurm is refused here (exit 3), after its
+    options are checked: the experiment command calls this before anything runs."""
+    check(args)
     if args.executor == "local":
         return Local(int(getattr(args, "workers", 1) or 1))
     per_task = _at_least_one(args.runs_per_task, "--runs-per-task")
     cap = None if args.max_tasks is None else _at_least_one(args.max_tasks, "--max-tasks")
+    time_limit = _at_least_one(args.time_limit, "--time-limit")
+    if cluster == "slurm" and shutil.which("sbatch") is None:  # submitit's own check: srun
+        raise ExternalError("--executor slurm: no sbatch on this machine's PATH (run from a "
+                            "Slurm login node, or use --executor local)")
     folder = args.folder if args.folder is not None else Path(args.out) / "submitit"
     return JobArray(Path(folder), cluster=cluster, runs_per_task=per_task, max_tasks=cap,
                     resume=bool(args.resume), partition=args.partition,
-                    time_limit=_at_least_one(args.time_limit, "--time-limit"))
+                    time_limit=time_limit)
 
 
 def _at_least_one(value: int, flag: str) -> int:
@@ -95,20 +117,22 @@ def _at_least_one(value: int, flag: str) -> int:
 
 @dataclass(frozen=True)
 class Local:
-    """Runs in this process (``workers`` 1) or on a pool of ``workers`` processes."""
+    """Runs in this process (``workers`` 1) or on a pool of ``workers`` processes (never
+    more processes than runs)."""
 
     workers: int = 1
 
     def map(self, fn: Callable[..., R], runs: Sequence[Args],
             done: Done | None = None) -> list[R]:
         results: list[Any] = [None] * len(runs)
-        if self.workers <= 1:
+        workers = min(self.workers, len(runs))
+        if workers <= 1:
             for i, run in enumerate(runs):
                 results[i] = fn(*run)
                 if done is not None:
                     done(i)
             return results
-        with ProcessPoolExecutor(max_workers=self.workers) as pool:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
             futures: dict[Future[R], int] = {pool.submit(fn, *run): i
                                              for i, run in enumerate(runs)}
             for future in as_completed(futures):

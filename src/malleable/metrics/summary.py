@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import tempfile
 from array import array
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -52,7 +53,7 @@ def write_records(path: Path, records: Iterable[JobRecord],
     """The per-job CSV of ``records``, counting each job's grows and shrinks in
     ``operations`` (the run's, as the summary counts them)."""
     counts = resize_counts(operations)
-    with path.open("w", newline="", encoding="utf-8") as out:
+    with output_file(path) as out:
         writer = RecordWriter(out)
         for record in records:
             writer.add(record, *counts.get(record.spec.id, (0, 0)))
@@ -103,6 +104,8 @@ def summarize(records: Sequence[JobRecord], operations: Sequence[Operation],
     return {
         "jobs": len(records),
         "completed": sum(1 for r in records if r.state.value == "completed"),
+        "rejected": sum(1 for r in records if rejected(r)),
+        "past_walltime": sum(1 for r in done if past_walltime(r)),
         "makespan_s": makespan,
         "utilization": utilization,
         "mean_wait_s": _mean(r.wait for r in done),
@@ -113,6 +116,19 @@ def summarize(records: Sequence[JobRecord], operations: Sequence[Operation],
         "grow_ops": sum(1 for op in operations if op.kind == "grow"),
         "shrink_ops": sum(1 for op in operations if op.kind == "shrink"),
     }
+
+
+def rejected(record: JobRecord) -> bool:
+    """Whether a job was refused without ever starting (larger than every cluster)."""
+    return record.state is JobState.FAILED and record.start is None
+
+
+def past_walltime(record: JobRecord) -> bool:
+    """Whether a job ran longer than its requested time (its wall time): the simulator
+    lets it run its recorded time (docs/simulate.md, "Requested times")."""
+    walltime = record.spec.walltime
+    return (walltime is not None and record.start is not None and record.end is not None
+            and record.end - record.start > walltime)
 
 
 def mechanism(records: Sequence[JobRecord], counts: dict[str, int] | None = None
@@ -148,6 +164,8 @@ class RunningSummary:
     def __init__(self) -> None:
         self.jobs = 0
         self.completed = 0
+        self.rejected = 0
+        self.past_walltime = 0
         self.grow_ops = 0
         self.shrink_ops = 0
         # each mean's sum and count, in the order of _MEANS: attributes, not lists, so that
@@ -167,6 +185,8 @@ class RunningSummary:
         self.shrink_ops += shrinks
         if record.state is JobState.COMPLETED:
             self.completed += 1
+        elif record.state is JobState.FAILED and record.start is None:
+            self.rejected += 1
         app = spec.app
         executions = self._executions.get(app)
         if executions is None:
@@ -179,6 +199,9 @@ class RunningSummary:
         # unrolled: no loop and no call per figure (add: 2.4 -> 1.05 us); v == v: not NaN
         submit = spec.submit_time
         wait, execution, response = start - submit, end - start, end - submit
+        walltime = spec.walltime
+        if walltime is not None and execution > walltime:
+            self.past_walltime += 1
         avg_size, max_size = record.avg_size, record.max_size
         if wait == wait:
             self._wait_sum += wait
@@ -201,6 +224,8 @@ class RunningSummary:
     def summary(self, makespan: float, utilization: float) -> dict[str, Any]:
         """What :func:`summarize` returns for the records added."""
         out: dict[str, Any] = {"jobs": self.jobs, "completed": self.completed,
+                               "rejected": self.rejected,
+                               "past_walltime": self.past_walltime,
                                "makespan_s": makespan, "utilization": utilization}
         totals = ((self._wait_sum, self._wait_n), (self._execution_sum, self._execution_n),
                   (self._response_sum, self._response_n), (self._avg_size_sum, self._avg_size_n),
@@ -269,13 +294,31 @@ def utilization_series(timelines: dict[str, list[tuple[float, int]]],
 
 
 def output_dir(path: Path) -> Path:
-    """``path`` created (with its parents) for a command's outputs; InputError if it cannot be."""
+    """``path`` created (with its parents) for a command's outputs, and checked writable
+    (a file made and removed there), so that a read-only directory is refused before a
+    run rather than after it; InputError naming the directory otherwise."""
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot create output directory: {exc.strerror}",
                          source=str(path)) from None
+    try:
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise InputError(f"cannot write in the output directory: {exc.strerror or exc} "
+                         "(give another --out)", source=str(path)) from None
     return path
+
+
+def output_file(path: Path) -> IO[str]:
+    """``path`` opened for writing text (UTF-8, CSV newlines); InputError naming the file
+    if it cannot be (a directory of that name, a read-only file)."""
+    try:
+        return path.open("w", newline="", encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror or exc} (give another --out)",
+                         source=str(path)) from None
 
 
 #: The name every experiment's numbers are written under (docs/experiments.md).

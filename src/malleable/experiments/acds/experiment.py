@@ -124,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
     start = time.monotonic()
     with Progress(TextColumn("[bold]{task.fields[stage]}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
-                  transient=args.json) as progress:
+                  transient=args.json,
+                  disable=args.json or not console.is_terminal) as progress:
         total = sum(c.jobs for s in sweeps for c in chunks(s))
         sweep = progress.add_task("jobs simulated", total=total, stage="AC-DS sweep")
         writing = progress.add_task("", total=len(sweeps) * (len(FILES) + 1),

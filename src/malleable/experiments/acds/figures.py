@@ -87,7 +87,7 @@ def _fig5(results: Results, settings: Settings) -> Figure:
             _curve(ax, settings.jobs,
                    results.mean("utilization", k, alg, 1, 0.0, settings.jobs), i, alg.value)
         ax.set(title=f"K = {k} levels", xlabel="number of jobs",
-               ylabel="utilization (fraction of processors)", ylim=(0, 1.02))
+               ylabel="utilization (work / allotted processor time)", ylim=(0, 1.02))
     _legend(fig, axes)
     return fig
 

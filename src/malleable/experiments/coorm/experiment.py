@@ -98,7 +98,9 @@ def run(args: argparse.Namespace) -> int:
                TextColumn("{task.description}"))
     # the simulations, the two figures and the report are the steps of one bar, so that the
     # bar is full only when every file is written
-    with Progress(*columns, console=Console(stderr=True), transient=False) as progress:
+    console = Console(stderr=True)
+    with Progress(*columns, console=console, transient=False,
+                  disable=not console.is_terminal) as progress:  # bars on a terminal only
         task = progress.add_task("", total=len(plan.specs) + len(WRITING_STEPS))
         started = time.monotonic()
         outcomes = execute(plan, _progress_runner(plan, progress, task,

@@ -237,6 +237,8 @@ def _execute(study: Study, sources: dict[tuple[int, int], Draw],
 
 def _progress(quiet_stdout: bool) -> Progress:
     console = Console(stderr=True) if quiet_stdout else Console()
+    # drawn on a terminal only: a pipe, a file or CI gets no bars
     return Progress(TextColumn("{task.description:<36}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console, transient=False)
+                    TimeElapsedColumn(), console=console, transient=False,
+                    disable=not console.is_terminal)
 

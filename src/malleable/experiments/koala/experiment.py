@@ -114,7 +114,8 @@ def _run_and_draw(tasks: list[Task], seeds: tuple[int, ...], variants: list[str]
     columns = (TextColumn("[progress.description]{task.description}"), BarColumn(),
                MofNCompleteColumn(), TimeElapsedColumn())
     drawings = drawing_steps(variants)
-    with Progress(*columns, console=console, transient=quiet) as progress:
+    with Progress(*columns, console=console, transient=quiet,
+                  disable=quiet or not console.is_terminal) as progress:
         bar = progress.add_task("simulating", total=len(tasks) + len(drawings) + 1)
 
         def advance(task: Task) -> None:

@@ -137,7 +137,7 @@ def draw_figure(results: Results, figure: str, out: Path, variant: str = "paper"
     suffix = "" if variant == "paper" else f"-{variant}"
     title = f"Fig. {figure}: FPSMA vs EGS under {name} — our simulation"
     if variant != "paper":
-        title += f" — sensitivity: {variant}"
+        title += f" — variant: {variant} (one change to the paper's setting)"
     written: list[Path] = []
     fig, axes = plots.grid(2, 3)
     for ax, (letter, _, _) in zip(axes, PANELS, strict=True):
