@@ -54,6 +54,8 @@ def test_reader_refuses_a_line_that_is_not_swf(tmp_path: Path) -> None:
 
     with pytest.raises(InputError, match=r"log.swf.gz:3"):
         read_log(_log(tmp_path, "1 2 3\n"))
+    with pytest.raises(InputError, match=r"log.swf.gz:3: a time above"):
+        read_log(_log(tmp_path, _line(1, 1e20, 0, 5, 2)))
     with pytest.raises(InputError, match="no job that ran"):
         read_log(_log(tmp_path, _line(1, 0, 0, -1, 2)))
 

@@ -46,8 +46,11 @@ def test_easy_starts_a_malleable_job_where_the_option_says(rule: str, size: int)
     assert result.records[0].max_size == size
 
 
-def test_easy_default_is_the_largest_size_and_a_bad_rule_is_refused() -> None:
-    assert EasyPolicy().malleable_start == "largest"
+def test_easy_default_is_the_preferred_size_and_a_bad_rule_is_refused() -> None:
+    assert EasyPolicy().malleable_start == "preferred"  # issue 39, by measurement
+    assert make("easy").malleable_start == "preferred"  # type: ignore[attr-defined]
+    result = simulate([_malleable("a")], [Cluster("c", 16)], EasyPolicy())
+    assert result.records[0].max_size == 4
     with pytest.raises(InputError, match="malleable_start"):
         make("easy", malleable_start="half")
 

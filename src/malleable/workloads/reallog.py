@@ -14,7 +14,9 @@ Rules for real logs' oddities (each counted in :attr:`RealLog.skipped`):
   nodes as long as it ran;
 * a wait of -1 counts as 0;
 * nodes = ceil(processors / processors per node), the processors per node being the
-  header's ``MaxProcs / MaxNodes`` (1 when either is missing), capped at ``MaxNodes``.
+  header's ``MaxProcs / MaxNodes`` (1 when either is missing), capped at ``MaxNodes``;
+* a line with fewer than 18 fields, a field that is not a number, a time above
+  :data:`MAX_TIME` or a size above :data:`MAX_SIZE` stops the read (file:line).
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from malleable.errors import InputError
 
 #: Largest log read, in bytes once uncompressed (a hostile file stays bounded).
 MAX_BYTES = 512 * 1024 * 1024
+#: Largest time (s) and size (processors) of a line, as the SWF reader bounds them.
+MAX_TIME = 1_000_000_000
+MAX_SIZE = 10_000_000
 _HEADER = re.compile(r";\s*(\w+):\s*(\d+)")
 
 
@@ -94,6 +99,10 @@ def read_log(path: str | Path) -> RealLog:
             requested, req_time = float(fields[7]), float(fields[8])
         except ValueError:
             raise InputError("a field is not a number", source=f"{path}:{number}") from None
+        if (max(submit, wait, runtime, req_time) > MAX_TIME
+                or max(alloc, requested) > MAX_SIZE):
+            raise InputError(f"a time above {MAX_TIME} s or a size above {MAX_SIZE}",
+                             source=f"{path}:{number}")
         procs = alloc if alloc > 0 else requested
         if (procs <= 0 or runtime <= 0 or submit < 0 or not math.isfinite(submit + wait
                                                                               + runtime)):

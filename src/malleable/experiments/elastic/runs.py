@@ -42,8 +42,9 @@ BASELINE = PolicyRun("easy-rigid", "easy", what="EASY backfilling on the rigid l
 
 #: The malleable policies, in the report's order.
 POLICIES = (
-    PolicyRun("easy", "easy", what="EASY, malleable jobs started at the largest size that "
-              "fits, never resized"),
+    PolicyRun("easy-largest", "easy", MappingProxyType({"malleable_start": "largest"}),
+              "EASY, malleable jobs started at the largest size that fits (EASY's default "
+              "before issue 39), never resized"),
     PolicyRun("dmr", "dmr", what="DMRlib's Algorithm 2 (FCFS placement, expand on free "
               "nodes, shrink toward preferred for waiting jobs)"),
     PolicyRun("easy-dmr", "easy-dmr", what="EASY backfilling + DMRlib's Algorithm 2"),
@@ -56,7 +57,8 @@ POLICIES = (
     PolicyRun("acds", "acds", what="AC-DS (DEQ on the one site)"),
     # the options of issue 39 (step 3): EASY's start size, KOALA's growth cap (readings)
     PolicyRun("easy-preferred", "easy", MappingProxyType({"malleable_start": "preferred"}),
-              "EASY, malleable jobs started at up to their preferred (logged) size"),
+              "EASY, malleable jobs started at up to their preferred (logged) size (EASY's "
+              "default since issue 39)"),
     PolicyRun("easy-minimum", "easy", MappingProxyType({"malleable_start": "minimum"}),
               "EASY, malleable jobs started at their minimum"),
     PolicyRun("fpsma-pra-cap2", "fpsma", MappingProxyType({"approach": "pra", "grow_cap": 2.0}),

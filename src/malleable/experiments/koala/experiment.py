@@ -90,6 +90,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--reps must be at least 1, not {args.reps}")
     if args.workers < 1:
         raise InputError(f"--workers {args.workers}: give at least 1")
+    real: list[Variant] = []
+    log = None
+    if args.background_trace is not None:  # read before --out is made: a bad log leaves none
+        windows = real_load.parse_windows(args.background_window)
+        real, log = real_load.variants(args.background_trace, windows)
     out: Path = args.out
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -99,11 +104,6 @@ def run(args: argparse.Namespace) -> int:
     seeds = tuple(range(args.seed, args.seed + args.reps))
     variants = VARIANTS if args.variants and not args.quick else (PAPER,)
     swept = SWEEP if args.sensitivity else ()
-    real: list[Variant] = []
-    log = None
-    if args.background_trace is not None:
-        windows = real_load.parse_windows(args.background_window)
-        real, log = real_load.variants(args.background_trace, windows)
     results, summary = _run_and_draw(plan(seeds, variants) + plan(seeds, real)
                                      + plan(seeds, swept), seeds,
                                      [v.name for v in (*variants, *real)], out,
