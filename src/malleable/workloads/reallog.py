@@ -15,8 +15,9 @@ Rules for real logs' oddities (each counted in :attr:`RealLog.skipped`):
 * a wait of -1 counts as 0;
 * nodes = ceil(processors / processors per node), the processors per node being the
   header's ``MaxProcs / MaxNodes`` (1 when either is missing), capped at ``MaxNodes``;
-* a line with fewer than 18 fields, a field that is not a number, a time above
-  :data:`MAX_TIME` or a size above :data:`MAX_SIZE` stops the read (file:line).
+* a line with fewer than 18 fields, a field that is not a number, a submit time above
+  :data:`MAX_SUBMIT` (absolute Unix times are fine), a duration above :data:`MAX_TIME` or
+  a size above :data:`MAX_SIZE` stops the read (file:line).
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from malleable.errors import InputError
 
 #: Largest log read, in bytes once uncompressed (a hostile file stays bounded).
 MAX_BYTES = 512 * 1024 * 1024
-#: Largest time (s) and size (processors) of a line, as the SWF reader bounds them.
+#: Largest submit time (s): absolute Unix times up to 2106 (Theta's log has them).
+MAX_SUBMIT = 2**32
+#: Largest wait, run or requested time (s) and size (processors) of a line.
 MAX_TIME = 1_000_000_000
 MAX_SIZE = 10_000_000
 _HEADER = re.compile(r";\s*(\w+):\s*(\d+)")
@@ -99,9 +102,10 @@ def read_log(path: str | Path) -> RealLog:
             requested, req_time = float(fields[7]), float(fields[8])
         except ValueError:
             raise InputError("a field is not a number", source=f"{path}:{number}") from None
-        if (max(submit, wait, runtime, req_time) > MAX_TIME
+        if (submit > MAX_SUBMIT or max(wait, runtime, req_time) > MAX_TIME
                 or max(alloc, requested) > MAX_SIZE):
-            raise InputError(f"a time above {MAX_TIME} s or a size above {MAX_SIZE}",
+            raise InputError(f"a submit time above {MAX_SUBMIT} s, a duration above "
+                             f"{MAX_TIME} s or a size above {MAX_SIZE}",
                              source=f"{path}:{number}")
         procs = alloc if alloc > 0 else requested
         if (procs <= 0 or runtime <= 0 or submit < 0 or not math.isfinite(submit + wait

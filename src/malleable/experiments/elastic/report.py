@@ -50,7 +50,10 @@ def _panel(ax: Any, summary: dict[str, Any], metric: str) -> None:
     low, high = summary["paper"][metric]
     ax.axhspan(low, high, color="tab:green", alpha=0.12, label="2026 paper's range (best)")
     ax.axhline(0, color="black", linewidth=0.8)
-    for policy in summary["policies"]:
+    import matplotlib
+
+    colors = matplotlib.colormaps["tab20"]
+    for i, policy in enumerate(summary["policies"]):
         per = summary["results"][policy]
         xs = [f for f in summary["fractions"] if f"{f:g}" in per]
         means = [per[f"{f:g}"][metric]["change"] for f in xs]
@@ -59,8 +62,9 @@ def _panel(ax: Any, summary: dict[str, Any], metric: str) -> None:
                  for f, m in zip(xs, means, strict=True)]
         above = [max(0.0, per[f"{f:g}"][metric]["max"] - m)
                  for f, m in zip(xs, means, strict=True)]
-        ax.errorbar(xs, means, yerr=[below, above], marker="o", capsize=3, label=policy,
-                    linewidth=1.2)
+        ax.errorbar(xs, means, yerr=[below, above], marker="osD^v"[i % 5], capsize=3,
+                    label=policy, linewidth=1.2, color=colors(i % 20),
+                    linestyle=("-", "--", ":")[i // 7 % 3])  # no two policies look alike
     ax.set_xlabel("malleable jobs (%)")
     ax.set_ylabel(f"{LABELS[metric]}: change vs baseline (%)")
     ax.set_title(LABELS[metric])
