@@ -19,7 +19,6 @@ from malleable.errors import InputError
 from malleable.workloads.koala import KOALA_WORKLOADS
 
 if TYPE_CHECKING:
-    from malleable.sim.background import TraceBackground
     from malleable.sim.run import SimConfig
 
 
@@ -76,34 +75,14 @@ def _config(args: argparse.Namespace) -> SimConfig:
     except InputError as exc:
         raise InputError(str(exc).replace("--policy-option", "--model-option")) from None
     model = model_options(options) if options else None
-    trace = (_trace(args.background_trace, args.background_window, args.seed)
-             if args.background_trace is not None else None)
+    trace = None
+    if args.background_trace is not None:  # a real log's users (docs/simulate.md)
+        from malleable.workloads.reallog import background_replay
+
+        trace = background_replay(args.background_trace, args.background_window, args.seed)
     return SimConfig(reconfig_cost=args.reconfig_cost, release_delay=args.release_delay,
                      background=background, seed=args.seed, timeline=False, model=model,
                      background_trace=trace)
-
-
-def _trace(path: Path, window: str, seed: int) -> TraceBackground:
-    """The log's replay (:class:`TraceBackground`) from ``window``: a start in seconds, or
-    ``seed``: a start on the hour drawn by ``seed`` among those within the log."""
-    import random
-
-    from malleable.sim.background import TraceBackground
-    from malleable.workloads.reallog import background_jobs, read_log
-
-    log = read_log(path)
-    if window == "seed":
-        start = 3600.0 * random.Random(seed).randrange(int(log.span // 3600) + 1)
-    else:
-        try:
-            start = float(window)
-        except ValueError:
-            start = -1.0
-        if not (math.isfinite(start) and start >= 0):
-            raise InputError(f"--background-window {window!r}: give a start in seconds "
-                             "(0 or more) or seed")
-    return TraceBackground(background_jobs(log), log.nodes, start % max(log.span, 1.0),
-                           log.name)
 
 
 def run(args: argparse.Namespace) -> int:
