@@ -77,7 +77,7 @@ def _config(args: argparse.Namespace) -> SimConfig:
     model = model_options(options) if options else None
     trace = None
     if args.background_trace is not None:  # a real log's users (docs/simulate.md)
-        from malleable.workloads.reallog import background_replay
+        from malleable.sim.background import background_replay
 
         trace = background_replay(args.background_trace, args.background_window, args.seed)
     return SimConfig(reconfig_cost=args.reconfig_cost, release_delay=args.release_delay,

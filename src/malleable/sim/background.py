@@ -8,10 +8,12 @@ just nodes that are busy (``managed=False`` in the view), as on a real cluster.
 
 from __future__ import annotations
 
+import math
 import random
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from malleable.compiling import mypyc_attr
 from malleable.model import JobKind, JobSpec
@@ -220,3 +222,25 @@ class TraceLoad:
         return {"background_jobs": self._submitted,
                 "background_started": len(self._started),
                 "background_utilization": area / capacity if capacity > 0 else 0.0}
+
+
+def background_replay(path: str | Path, window: str, seed: int) -> TraceBackground:
+    """The replay of the log at ``path`` as local users' load (``simulate
+    --background-trace``) from ``window``: a start in seconds from the log's first submit,
+    or ``seed``: a start on the hour drawn by ``seed`` among those within the log."""
+    from malleable.errors import InputError
+    from malleable.workloads.reallog import background_jobs, read_log
+
+    log = read_log(path)
+    if window == "seed":
+        start = 3600.0 * random.Random(seed).randrange(int(log.span // 3600) + 1)
+    else:
+        try:
+            start = float(window)
+        except ValueError:
+            start = -1.0
+        if not (math.isfinite(start) and start >= 0):
+            raise InputError(f"--background-window {window!r}: give a start in seconds "
+                             "(0 or more) or seed")
+    return TraceBackground(background_jobs(log), log.nodes, start % max(log.span, 1.0),
+                           log.name)

@@ -27,12 +27,8 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from malleable.errors import InputError
-
-if TYPE_CHECKING:
-    from malleable.sim.background import TraceBackground
 
 #: Largest log read, in bytes once uncompressed (a hostile file stays bounded).
 MAX_BYTES = 512 * 1024 * 1024
@@ -174,25 +170,3 @@ def quantile_windows(loads: list[tuple[float, float]], quantiles: tuple[float, .
     ranked = sorted(loads, key=lambda w: (w[1], w[0]))
     return [ranked[min(len(ranked) - 1, round(q * (len(ranked) - 1)))] for q in quantiles]
 
-
-def background_replay(path: str | Path, window: str, seed: int) -> TraceBackground:
-    """The replay of the log at ``path`` as local users' load (``simulate
-    --background-trace``) from ``window``: a start in seconds from the log's first submit,
-    or ``seed``: a start on the hour drawn by ``seed`` among those within the log."""
-    import random
-
-    from malleable.sim.background import TraceBackground
-
-    log = read_log(path)
-    if window == "seed":
-        start = 3600.0 * random.Random(seed).randrange(int(log.span // 3600) + 1)
-    else:
-        try:
-            start = float(window)
-        except ValueError:
-            start = -1.0
-        if not (math.isfinite(start) and start >= 0):
-            raise InputError(f"--background-window {window!r}: give a start in seconds "
-                             "(0 or more) or seed")
-    return TraceBackground(background_jobs(log), log.nodes, start % max(log.span, 1.0),
-                           log.name)
