@@ -75,14 +75,8 @@ def _config(args: argparse.Namespace) -> SimConfig:
     except InputError as exc:
         raise InputError(str(exc).replace("--policy-option", "--model-option")) from None
     model = model_options(options) if options else None
-    trace = None
-    if args.background_trace is not None:  # a real log's users (docs/simulate.md)
-        from malleable.sim.background import background_replay
-
-        trace = background_replay(args.background_trace, args.background_window, args.seed)
     return SimConfig(reconfig_cost=args.reconfig_cost, release_delay=args.release_delay,
-                     background=background, seed=args.seed, timeline=False, model=model,
-                     background_trace=trace)
+                     background=background, seed=args.seed, timeline=False, model=model)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -96,6 +90,13 @@ def run(args: argparse.Namespace) -> int:
     policy = policy_from_args(args)
     clusters = platform(args.platform)
     config = _config(args)
+    if args.background_trace is not None:  # a real log's users (docs/simulate.md)
+        from dataclasses import replace
+
+        from malleable.sim.background import background_replay
+
+        config = replace(config, background_trace=background_replay(
+            args.background_trace, args.background_window, args.seed))
     with collector_eased(paused=True):  # a million JobSpecs and no cycle: no pass needed
         jobs = simulation_workload(args.workload, args.seed)
     # Each job's record is written and dropped once it has ended (the memory of the live
