@@ -14,9 +14,9 @@ Slurm-like placement for jobs submitted rigid or moldable:
   to its preferred size, its maximum without one), ``largest`` (the whole range: the
   default before, and still :func:`easy_schedule`'s, which the DMRlib study runs) or
   ``minimum`` (its initial size); EASY never resizes it afterwards. The default was
-  chosen by measurement (``experiment elastic`` on four real logs, docs/experiments.md):
-  ``largest`` made turnaround worse than the rigid log on every log (+69% to +157% with
-  every job malleable), ``minimum`` was best on two logs and worst on LLNL Atlas
+  chosen by measurement (``experiment elastic`` on four real logs, docs/policies.md):
+  ``largest`` made turnaround worse than the rigid log on every log (+17% to +157% with
+  every job malleable), ``minimum`` was best on three logs and worst on LLNL Atlas
   (+40% to +146%), ``preferred`` was never worse than the rigid log by more than 1%.
 * **Order.** The manager's queue order (submission order). Jobs start from the head
   while they fit.
