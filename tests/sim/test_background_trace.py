@@ -126,14 +126,14 @@ def test_koala_experiment_with_a_real_log(tmp_path: Path,
                                   for i in range(1, 400)))
     out = tmp_path / "koala"
     assert main(["experiment", "koala", "--out", str(out), "--reps", "1", "--paper-only",
-                 "--background-trace", str(path), "--background-window", "q50,max",
+                 "--background-trace", str(path), "--background-window", "max",
                  "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["variants"] == ["paper", "real-q50", "real-max"]
-    assert summary["simulations"] == 36
-    assert set(summary["real_load"]) == {"real-q50", "real-max"}
+    assert summary["variants"] == ["paper", "real-max"]
+    assert summary["simulations"] == 24
+    assert set(summary["real_load"]) == {"real-max"}
     assert summary["real_load"]["real-max"]["background_utilization"] > 0
     report = (out / "report.md").read_text()
-    assert "With a real log's users" in report and "| real-q50 | real-max |" in report
+    assert "With a real log's users" in report and "| empty (paper setting) | real-max |" in report
     assert main(["experiment", "koala", "--out", str(out), "--background-trace", str(path),
                  "--background-window", "q150"]) == 2
