@@ -246,6 +246,7 @@ def stream_simulation(jobs: list[JobSpec] | JobBatches, clusters: Sequence[Clust
                               sink=_told(Tee(RecordWriter(handle), totals), watchers),
                               consume=isinstance(jobs, list))
     summary = totals.summary(result.makespan, result.utilization)
+    summary.update(result.background)  # a real log's local users: empty without one
     summary.update(totals.mechanism(_policy_counts(built)))
     summary.update(_settings(policy, config))
     return summary

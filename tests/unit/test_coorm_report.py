@@ -67,7 +67,8 @@ def test_the_conditions_column_names_the_cluster_counts_where_each_finding_holds
     assert fewer[2] == "CooRM/OAR = 0.1-1.2" and fewer[-1] == "nC = 1 only |"
     assert "**differs**" in fewer[3]
     cpu = rows["W0: CooRM takes less scheduling CPU time"]
-    assert cpu[3] == "not compared (implementation-dependent)"
+    assert cpu[3] == "not reproduced"  # issue 39: CooRM took 4x the CPU in both nC
+    assert cpu[2].startswith("CooRM/OAR = 4 ") and cpu[-1] == "none of the nC run |"
     work = next(v for k, v in rows.items() if k.startswith("W0: CooRM does less selection"))
     assert work[2] == "CooRM/OAR = 0.5-1.5" and work[-1] == "nC = 1 only |"
     messages = rows["W0: total messages below 35 MB (175 KB per application)"]

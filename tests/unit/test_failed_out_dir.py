@@ -22,6 +22,9 @@ BAD_SWF = "1 1e20 -1 300 4 -1 -1 4 600 -1 1 7 3 -1 -1 -1 -1 -1\n"
     ["experiment", "coorm", "--quick", "--clusters", "x", "--out", "{out}"],
     ["experiment", "acds", "--jobs", "5:1:1", "--out", "{out}"],
     ["experiment", "koala", "--seeds", "0", "--out", "{out}"],
+    ["experiment", "koala", "--background-trace", "{bad}", "--out", "{out}"],
+    ["experiment", "elastic", "--trace", "{bad}", "--out", "{out}"],
+    ["experiment", "elastic", "--trace", "{empty}", "--out", "{out}"],
     ["manager", "run", "--config", "{bad}", "--out", "{out}"],
 ])
 def test_a_failed_command_leaves_no_empty_out_directory(

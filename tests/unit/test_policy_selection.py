@@ -224,7 +224,8 @@ def test_policies_list_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["policies", "list", "--json"]) == 0
     listed = {p["name"]: p for p in json.loads(capsys.readouterr().out)}
     assert set(ALL) <= set(listed)
-    assert listed["fpsma"]["options"] == {"approach": "pra", "grow_threshold": 1.0}
+    assert listed["fpsma"]["options"] == {"approach": "pra", "grow_threshold": 1.0,
+                                          "grow_cap": 0.0}  # issue 39: a new option, off
     assert listed["easy-dmr"]["options"] == {"multiples": True, "pooled": False}
     assert listed["acds"]["options"] is None
     assert listed["fcfs"]["description"].startswith("Strict FCFS")

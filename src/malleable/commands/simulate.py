@@ -93,6 +93,12 @@ def register(sub: Any) -> None:
                    help="seconds before shrunk nodes are released (default 0)")
     p.add_argument("--background", type=float, default=0.0, metavar="S",
                    help="mean inter-arrival of local users' jobs per cluster, 0 for none")
+    p.add_argument("--background-trace", type=Path, metavar="LOG",
+                   help="a real SWF log (.swf or .swf.gz) replayed on every cluster as local "
+                        "users' load the manager does not control (docs/simulate.md)")
+    p.add_argument("--background-window", default="seed", metavar="START|seed",
+                   help="where the log's replay starts: seconds from its first submit, or "
+                        "seed (default: a start on the hour drawn by --seed)")
     p.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
                    dest="model_options",
                    help="a mechanism of the KOALA paper the plain model leaves out (repeatable; "
@@ -157,6 +163,13 @@ def run(args: argparse.Namespace) -> int:
         check_background(config.background.interarrival, clusters)
     if args.out is not None:
         output_dir(args.out)  # a read-only --out is refused before the run, not after it
+    if args.background_trace is not None:  # a real log's users (docs/simulate.md)
+        from dataclasses import replace
+
+        from malleable.sim.background import background_replay
+
+        config = replace(config, background_trace=background_replay(
+            args.background_trace, args.background_window, args.seed))
     with collector_eased(paused=True):  # a million JobSpecs and no cycle: no pass needed
         jobs = simulation_workload(args.workload, args.seed)
     # Each job's record is written and dropped once it has ended (the memory of the live

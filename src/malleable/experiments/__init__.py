@@ -20,6 +20,8 @@ EXPERIMENTS: dict[str, tuple[str, str]] = {
               "CooRM views vs an OAR-like moldable scheduler (Figs. 6 and 7)"),
     "acds": ("malleable.experiments.acds.experiment",
              "AC-DS, AG-DS and EQUI-EQUI over scheduler trees (Figs. 4 to 8)"),
+    "elastic": ("malleable.experiments.elastic.experiment",
+                "malleability on a real log: a share of jobs made malleable (2026 study)"),
     "dmrlib": ("malleable.experiments.dmrlib.experiment",
                "DMRlib workload study: fixed, moldable, malleable, flexible jobs"),
 }

@@ -9,7 +9,15 @@ Slurm-like placement for jobs submitted rigid or moldable:
   has ``initial = max``.
 * **Start size** (:func:`start_size`): the largest size in that range that fits the
   free nodes now (Slurm gives a moldable request as many nodes as it can, up to its
-  maximum); 0 when even the minimum does not fit.
+  maximum); 0 when even the minimum does not fit. For a malleable job the option
+  ``malleable_start`` caps it: ``preferred`` (the policy's default since issue 39: up
+  to its preferred size, its maximum without one), ``largest`` (the whole range: the
+  default before, and still :func:`easy_schedule`'s, which the DMRlib study runs) or
+  ``minimum`` (its initial size); EASY never resizes it afterwards. The default was
+  chosen by measurement (``experiment elastic`` on four real logs, docs/policies.md):
+  ``largest`` made turnaround worse than the rigid log on every log (+17% to +157% with
+  every job malleable), ``minimum`` was best on three logs and worst on LLNL Atlas
+  (+40% to +146%), ``preferred`` was never worse than the rigid log by more than 1%.
 * **Order.** The manager's queue order (submission order). Jobs start from the head
   while they fit.
 * **Reservation.** The first job that does not fit (the head) gets a reservation:
@@ -66,11 +74,23 @@ def submission_range(spec: JobSpec) -> tuple[int, int]:
     return spec.initial_size, spec.max_size
 
 
-def start_size(spec: JobSpec, free: int) -> int:
-    """The largest size of the job's range that fits ``free`` nodes (0: it does not fit)."""
+#: Where EASY starts a malleable job (``EasyPolicy.malleable_start``): the largest size of
+#: its range that fits, its preferred size (its maximum without one) or below it what fits,
+#: or its minimum (the start of its range).
+MALLEABLE_STARTS = ("largest", "preferred", "minimum")
+
+
+def start_size(spec: JobSpec, free: int, malleable_start: str = "largest") -> int:
+    """The largest size of the job's range that fits ``free`` nodes (0: it does not fit);
+    for a malleable job, capped by ``malleable_start`` (:data:`MALLEABLE_STARTS`)."""
     low, high = submission_range(spec)
     if free < low:
         return 0
+    if spec.kind is _MALLEABLE and malleable_start != "largest":
+        if malleable_start == "minimum":
+            high = low
+        elif spec.preferred_size is not None:
+            high = max(low, min(high, spec.preferred_size))
     size = spec.size_rule.largest_fit(min(high, free))
     return size if size >= low else 0
 
@@ -306,9 +326,10 @@ def _shadow(free: int, releasing: int, ends: list[tuple[float, int]], need: int,
     return math.inf, free
 
 
-def easy_schedule(queue: Sequence[WaitingJob],
-                  plan: Plan) -> Negotiating[list[WaitingJob]]:
-    """Place what FCFS + EASY allows; return the jobs left waiting, in order."""
+def easy_schedule(queue: Sequence[WaitingJob], plan: Plan,
+                  malleable_start: str = "largest") -> Negotiating[list[WaitingJob]]:
+    """Place what FCFS + EASY allows; return the jobs left waiting, in order (malleable
+    jobs start at the size ``malleable_start`` says: :func:`start_size`)."""
     order = list(queue)
     largest = max(plan.capacity.values(), default=0)
     left: list[WaitingJob] = []
@@ -349,7 +370,8 @@ def easy_schedule(queue: Sequence[WaitingJob],
                 continue
         # the rule by identity: Enum.__hash__ and .value are Python code
         key = (low, spec.max_size, id(spec.size_rule), spec.walltime)
-        if key in failed or not (yield from _try_start(spec, plan, reservation)):
+        if key in failed or not (yield from _try_start(spec, plan, reservation,
+                                                       malleable_start)):
             failed.add(key)
             left.append(waiting)
             if head is None:
@@ -385,8 +407,8 @@ def _ends_late(spec: JobSpec, now: float, reservation: Reservation) -> bool:
     return expected_end(now, spec, now) > reservation.shadow or math.isinf(reservation.shadow)
 
 
-def _try_start(spec: JobSpec, plan: Plan,
-               reservation: Reservation | None) -> Negotiating[bool]:
+def _try_start(spec: JobSpec, plan: Plan, reservation: Reservation | None,
+               malleable_start: str = "largest") -> Negotiating[bool]:
     """Start ``spec`` now where allowed (most free nodes first); True when it started."""
     free = plan.free
     for name in free if len(free) == 1 else sorted(free, key=lambda n: -free[n]):
@@ -396,7 +418,7 @@ def _try_start(spec: JobSpec, plan: Plan,
             ends_late = _ends_late(spec, plan.now, reservation)
             if ends_late:
                 limit = min(limit, reservation.extra)
-        size = start_size(spec, limit)
+        size = start_size(spec, limit, malleable_start)
         if not size:
             continue
         granted = answered((yield Place(spec.id, name, size)))
@@ -412,7 +434,15 @@ def _try_start(spec: JobSpec, plan: Plan,
 @mypyc_attr(allow_interpreted_subclasses=True)  # a policy to build on (setup.py)
 @dataclass
 class EasyPolicy:
-    """FCFS with EASY backfilling; moldable jobs start at the largest size that fits now."""
+    """FCFS with EASY backfilling; moldable jobs start at the largest size that fits now,
+    malleable ones at the size ``malleable_start`` says (:data:`MALLEABLE_STARTS`)."""
+
+    malleable_start: str = "preferred"
+
+    def __post_init__(self) -> None:
+        if self.malleable_start not in MALLEABLE_STARTS:
+            raise ValueError(f"malleable_start {self.malleable_start!r}: one of "
+                             f"{', '.join(MALLEABLE_STARTS)}")
 
     @property
     def name(self) -> str:
@@ -428,7 +458,7 @@ class EasyPolicy:
             yield from _too_big_ahead(view)  # what the pass does then, without a plan
             return
         plan = Plan.of(view, now, self._ends)
-        yield from easy_schedule(list(view.waiting), plan)
+        yield from easy_schedule(list(view.waiting), plan, self.malleable_start)
 
 
 def _nothing_free(view: View) -> bool:
@@ -451,7 +481,13 @@ def _too_big_ahead(view: View) -> Steps:
         yield reject
 
 
-def easy() -> EasyPolicy:
-    """FCFS with EASY backfilling (Slurm-like); moldable jobs take the most nodes free now."""
-    return EasyPolicy()
+def easy(malleable_start: str = "preferred") -> EasyPolicy:
+    """FCFS with EASY backfilling (Slurm-like); moldable jobs take the most nodes free now,
+    malleable ones start at ``malleable_start``: largest (that fits), preferred, minimum."""
+    if malleable_start not in MALLEABLE_STARTS:
+        from malleable.errors import InputError
+
+        raise InputError(f"malleable_start={malleable_start!r}: give one of "
+                         f"{', '.join(MALLEABLE_STARTS)}")
+    return EasyPolicy(malleable_start)
 

@@ -28,6 +28,13 @@ How we read the paper where it leaves room:
   over which KOALA never expands the total set of the jobs it manages". Grows stop
   once the managed jobs hold that fraction of the platform's nodes; placements do not
   count against it (the placement reserve is the clusters' ``reserve``).
+* **Growth cap** (option ``grow_cap``, off at 0; a reading, not the paper's setting): a
+  malleable job is never grown past ``grow_cap`` times its initial size (nor past its
+  maximum). The paper chose maximum sizes above those of the best execution times, as
+  "users may not be aware of the speedup behavior of their applications" (VI-C); a cap
+  on growth relative to what the user asked for is the scheduler's guard against that.
+  A job at its cap is not growable (so under PRA a malleable job may be placed beside
+  it), and offers to it are cut to its cap (EGS's shares are not redistributed).
 * **Counts.** ``counts`` tallies, over the policy's life, the grow decisions (a
   cluster with free nodes and at least one job that would take some) and those with
   more than one such candidate: the only ones where FPSMA and EGS can differ.
@@ -100,6 +107,7 @@ class KoalaPolicy:
     approach: Approach = Approach.PRA
     malleability: MalleabilityPolicy = field(default_factory=FPSMA)
     grow_threshold: float = 1.0
+    grow_cap: float = 0.0
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTS, 0),
                                    compare=False, repr=False)
     growable: _Growable = field(default_factory=lambda: _Growable(), compare=False,
@@ -108,13 +116,17 @@ class KoalaPolicy:
     def __post_init__(self) -> None:
         if not 0.0 < self.grow_threshold <= 1.0:
             raise ValueError(f"grow_threshold must be in (0, 1], not {self.grow_threshold}")
+        if self.grow_cap != 0.0 and not self.grow_cap >= 1.0:
+            raise ValueError(f"grow_cap must be 0 (off) or at least 1, not {self.grow_cap}")
+        self.growable.cap = self.grow_cap
 
     @property
     def name(self) -> str:
         return f"koala-{self.approach.value}-{self.malleability.name}"
 
     @classmethod
-    def named(cls, approach: str, policy: str, grow_threshold: float = 1.0) -> KoalaPolicy:
+    def named(cls, approach: str, policy: str, grow_threshold: float = 1.0,
+              grow_cap: float = 0.0) -> KoalaPolicy:
         """Build from names (``pra``/``pwa``/``none``, ``fpsma``/``egs``/``equipartition``)."""
         try:
             appr = Approach(approach)
@@ -124,12 +136,13 @@ class KoalaPolicy:
         if policy not in MALLEABILITY_POLICIES:
             valid = ", ".join(MALLEABILITY_POLICIES)
             raise ValueError(f"unknown malleability policy {policy!r}; valid: {valid}")
-        return cls(appr, MALLEABILITY_POLICIES[policy](), grow_threshold)
+        return cls(appr, MALLEABILITY_POLICIES[policy](), grow_threshold, grow_cap)
 
     # ------------------------------------------------------------------ decide
 
     def decide(self, view: View, now: float) -> Steps:
         cycle = _Cycle({name: c.available for name, c in view.clusters.items()})
+        cycle.cap = self.grow_cap
         if self.grow_threshold < 1.0:
             cycle.limit = self._grow_limit(view)
             cycle.managed = sum(j.size + j.growing - j.releasing for c in view.clusters.values()
@@ -201,6 +214,9 @@ class KoalaPolicy:
             if jobs:
                 self._count(jobs, value)
                 grow = self.malleability.grow(jobs, value)
+                if self.grow_cap:
+                    grow = _capped(grow, {j.id: ceiling(j.spec, self.grow_cap) for j in jobs},
+                                   {j.id: cycle.size(j) for j in jobs})
                 accepted = yield from (cycle.relay(grow) if noted else grow)
                 avail[name] -= accepted
 
@@ -209,7 +225,7 @@ class KoalaPolicy:
         sizes are their views': see :class:`_Growable`)."""
         candidates = 0
         for job in jobs:
-            if job.spec.accepts(job.size + job.growing, value) > 0:
+            if _accepts(job.spec, job.size + job.growing, value, self.grow_cap) > 0:
                 candidates += 1
                 if candidates > 1:  # all that is counted: stop here
                     break
@@ -254,10 +270,11 @@ class _Growable:
     :meth:`_Cycle.size` would add nothing. It holds one view a cluster (the last).
     """
 
-    __slots__ = ("_kept",)
+    __slots__ = ("_kept", "cap")
 
     def __init__(self) -> None:
         self._kept: dict[str, tuple[ClusterView, tuple[RunningJob, ...]]] = {}
+        self.cap = 0.0  # KoalaPolicy.grow_cap
 
     def of(self, name: str, cluster: ClusterView) -> tuple[RunningJob, ...]:
         """The jobs of ``cluster`` (named ``name`` in the view) that could still grow."""
@@ -266,8 +283,10 @@ class _Growable:
             return kept[1]
         # ClusterView.malleable_jobs, filtered before it is sorted (the same order: the
         # sort is by (start time, id), and ids are unique); most lists have 0 or 1 job
+        cap = self.cap
         jobs = [j for j in cluster.running.values()
-                if j.managed and j.spec.malleable and j.size + j.growing < j.spec.max_size]
+                if j.managed and j.spec.malleable and j.size + j.growing < (
+                    ceiling(j.spec, cap) if cap else j.spec.max_size)]
         if len(jobs) > 1:
             jobs.sort(key=_started)
         kept = self._kept[name] = (cluster, tuple(jobs))
@@ -286,13 +305,14 @@ class _Cycle:
     A plain class with slots (one is made every cycle: a dataclass with a default factory
     costs more to make)."""
 
-    __slots__ = ("avail", "delta", "limit", "managed")
+    __slots__ = ("avail", "cap", "delta", "limit", "managed")
 
     def __init__(self, avail: dict[str, int]) -> None:
         self.avail = avail
         self.delta: dict[str, int] = {}
         self.limit: int | None = None  # the growth threshold in nodes (None: no threshold)
         self.managed = 0  # nodes the managed jobs hold (kept only under a threshold)
+        self.cap = 0.0  # KoalaPolicy.grow_cap
 
     def size(self, job: RunningJob) -> int:
         return job.size + job.growing + self.delta.get(job.id, 0)
@@ -322,5 +342,43 @@ class _Cycle:
         available = self.avail[cluster]
         if available <= 0:
             return False
-        return any(j.spec.accepts(self.size(j), available) > 0 for j in jobs)
+        return any(_accepts(j.spec, self.size(j), available, self.cap) > 0 for j in jobs)
+
+
+def ceiling(spec: JobSpec, cap: float) -> int:
+    """The largest size a job may grow to under a growth cap (0: its maximum)."""
+    if not cap:
+        return spec.max_size
+    return min(spec.max_size, max(spec.initial_size, int(cap * spec.initial_size)))
+
+
+def _accepts(spec: JobSpec, size: int, offer: int, cap: float) -> int:
+    """What ``spec`` at ``size`` takes of ``offer`` extra nodes, under a growth cap."""
+    if not cap:
+        return spec.accepts(size, offer)
+    return spec.accepts(size, max(0, min(offer, ceiling(spec, cap) - size)))
+
+
+def _capped(grow: Negotiation, ceilings: Mapping[str, int], sizes: Mapping[str, int]
+            ) -> Negotiation:
+    """``grow``'s offers cut to each job's ceiling (an offer cut to nothing is answered 0
+    without being made)."""
+    room = {job: ceilings[job] - sizes[job] for job in ceilings}
+    answer: int | None = None
+    while True:
+        try:
+            action = grow.send(answer)
+        except StopIteration as done:
+            return int(done.value or 0)
+        if isinstance(action, Grow):
+            offer = min(action.offer, room.get(action.job_id, action.offer))
+            if offer <= 0:
+                answer = 0
+                continue
+            if offer != action.offer:
+                action = Grow(action.job_id, offer)
+            answer = yield action
+            room[action.job_id] = room.get(action.job_id, offer) - answered(answer)
+        else:
+            answer = yield action
 

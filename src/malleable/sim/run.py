@@ -20,7 +20,7 @@ from malleable.manager import Manager
 from malleable.metrics.records import JobRecord
 from malleable.model import Cluster, JobSpec, Operation
 from malleable.policies.base import Policy
-from malleable.sim.background import BackgroundLoad, BackgroundSpec
+from malleable.sim.background import BackgroundLoad, BackgroundSpec, TraceBackground, TraceLoad
 from malleable.sim.cluster import SimCluster
 from malleable.sim.engine import ARRIVAL, TIMER, Engine
 from malleable.sim.model_options import ModelOptions, build_clusters
@@ -39,6 +39,8 @@ class SimConfig:
     timeline: bool = True
     model: ModelOptions | None = None
     """Optional mechanisms of the KOALA paper (:mod:`malleable.sim.model_options`)."""
+    background_trace: TraceBackground | None = None
+    """Local users' load replayed from a real log (alone, or with ``background``)."""
 
 
 @dataclass
@@ -52,6 +54,8 @@ class SimResult:
     end: float
     busy_area: float
     timelines: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
+    background: dict[str, float] = field(default_factory=dict)
+    """With a ``background_trace``: its jobs and utilization (:meth:`TraceLoad.stats`)."""
 
     @property
     def makespan(self) -> float:
@@ -109,12 +113,16 @@ def simulate(jobs: Sequence[JobSpec] | JobBatches, clusters: Sequence[Cluster],
     manager = Manager(policy, sims, max_tries=config.max_tries)
     background = (BackgroundLoad(config.background, list(sims.values()), config.seed)
                   if config.background else None)
+    replay = (TraceLoad(config.background_trace, list(sims.values()))
+              if config.background_trace is not None else None)
     feed = _Feed(engine, manager, source, keep=sink is not None)
     handed = _Handover(manager, feed.kept, sink) if sink is not None else None
 
     def on_step(now: float) -> bool:
         if background is not None:
             background.start_waiting()
+        if replay is not None:
+            replay.start_waiting()
         done = len(manager.operations)
         manager.cycle(now)
         if _changed_the_field(manager, done):
@@ -122,6 +130,8 @@ def simulate(jobs: Sequence[JobSpec] | JobBatches, clusters: Sequence[Cluster],
             engine.at(now, _nothing, TIMER)
         if background is not None:
             background.start_waiting()
+        if replay is not None:
+            replay.start_waiting()
         if handed is not None:
             handed.step()
         return manager.unfinished > 0 or feed.submitted < len(source)
@@ -132,12 +142,16 @@ def simulate(jobs: Sequence[JobSpec] | JobBatches, clusters: Sequence[Cluster],
         end = engine.run(on_step)
     if background is not None:
         background.stop = True
+    local: dict[str, float] = {}
+    if replay is not None:
+        replay.stop = True
+        local = replay.stats(end)
     if handed is not None:
         handed.step(everything=True)
     area = sum(s.utilization(end) * s.nodes * end for s in sims.values())
     timelines = {n: s.timeline for n, s in sims.items() if s.timeline is not None}
     return SimResult(list(manager.records.values()), manager.operations, tuple(clusters),
-                     start, end, area, timelines)
+                     start, end, area, timelines, local)
 
 
 def _source(jobs: Sequence[JobSpec] | JobBatches, catalog: AppCatalog,

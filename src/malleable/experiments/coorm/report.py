@@ -118,9 +118,9 @@ def findings(summary: dict[str, Any]) -> list[str]:
          f"CooRM/OAR = {_span(re_)}", _verdict(bool(re_) and all(r < 1 for r in re_)),
          _where(w0, [r < 1 for r in re_])),
         ("W0: CooRM takes less scheduling CPU time", "less",
-         f"CooRM/OAR = {_span(rt)} (not compared: see below)",
-         "not compared (implementation-dependent)",
-         "not judged: the two schedulers are not written in the same style"),
+         f"CooRM/OAR = {_span(rt)} (implementation-dependent: see below)",
+         "holds" if rt and all(r < 1 for r in rt) else "not reproduced",
+         _where(w0, [r < 1 for r in rt])),
         ("W0: total messages below 35 MB (175 KB per application)", "< 35 MB, 175 KB/app",
          f"{_span(mb0)} MB, {_span(kb0)} KB/app", _bound(mb0, 35.0),
          _where(co, [m < 35.0 for m in mb0]) + f"; with 12-byte CAP steps ({_span(packed)} "
@@ -154,8 +154,9 @@ def findings(summary: dict[str, Any]) -> list[str]:
         "CPU time: our OAR-like scheduler evaluates all sizes of a job on a cluster in one "
         "numpy call, while CooRM's RMS and launchers are plain Python objects exchanging "
         "messages; their CPU times measure the two implementations, not the two designs. "
-        "We judge only the implementation-independent metrics (configurations computed, "
-        "completion times evaluated) and show the CPU times for information.",
+        "The paper's CPU finding is therefore not reproduced here (CooRM/OAR above 1 means "
+        "CooRM took more CPU), and the implementation-independent metrics (configurations "
+        "computed, completion times evaluated) are the fairer test of the design.",
     ]
 
 

@@ -23,8 +23,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from malleable import argtypes
 from malleable.errors import InputError
 from malleable.experiments import executor as executors
+from malleable.experiments.koala import real_load, sweep
 from malleable.experiments.koala import stats as st
-from malleable.experiments.koala import sweep
 from malleable.experiments.koala.findings import FINDINGS, evaluate
 from malleable.experiments.koala.plots import draw_figure
 from malleable.experiments.koala.report import write_report
@@ -34,10 +34,12 @@ from malleable.experiments.koala.runs import (
     VARIANTS,
     Results,
     Task,
+    Variant,
     plan,
     run_all,
 )
 from malleable.experiments.koala.sweep import SWEEP
+from malleable.workloads.reallog import RealLog
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +72,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "finding holds")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="simulate on N worker processes (default 1)")
+    parser.add_argument("--background-trace", type=Path, metavar="LOG",
+                        help="also run every curve with a real SWF log's jobs (.swf or "
+                             ".swf.gz) as local users' load on each cluster, one condition "
+                             "per --background-window (real data, not the paper's setting)")
+    parser.add_argument("--background-window", default=real_load.DEFAULT_WINDOWS,
+                        metavar="LIST",
+                        help="windows of the log: qNN (the window at that percentile of "
+                             "load), max (the busiest) or a start in seconds, comma-separated "
+                             f"(default {real_load.DEFAULT_WINDOWS}; 12 h each)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,6 +90,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--reps must be at least 1, not {args.reps}")
     if args.workers < 1:
         raise InputError(f"--workers {args.workers}: give at least 1")
+    real: list[Variant] = []
+    log = None
+    if args.background_trace is not None:  # read before --out is made: a bad log leaves none
+        windows = real_load.parse_windows(args.background_window)
+        real, log = real_load.variants(args.background_trace, windows)
     out: Path = args.out
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -88,10 +104,11 @@ def run(args: argparse.Namespace) -> int:
     seeds = tuple(range(args.seed, args.seed + args.reps))
     variants = VARIANTS if args.variants and not args.quick else (PAPER,)
     swept = SWEEP if args.sensitivity else ()
-    results, summary = _run_and_draw(plan(seeds, variants) + plan(seeds, swept), seeds,
-                                     [v.name for v in variants], out, quiet=args.json,
-                                     executor=executors.from_args(args),
-                                     sensitivity=bool(swept))
+    results, summary = _run_and_draw(plan(seeds, variants) + plan(seeds, real)
+                                     + plan(seeds, swept), seeds,
+                                     [v.name for v in (*variants, *real)], out,
+                                     quiet=args.json, executor=executors.from_args(args),
+                                     sensitivity=bool(swept), real=(real, log))
     if args.json:
         print(json.dumps(summary))
     else:
@@ -106,7 +123,9 @@ def drawing_steps(variants: list[str]) -> list[tuple[str, str]]:
 
 def _run_and_draw(tasks: list[Task], seeds: tuple[int, ...], variants: list[str], out: Path,
                   quiet: bool, executor: executors.Executor | None = None,
-                  sensitivity: bool = False) -> tuple[Results, dict[str, Any]]:
+                  sensitivity: bool = False,
+                  real: tuple[list[Variant], RealLog | None] = ([], None)
+                  ) -> tuple[Results, dict[str, Any]]:
     """Simulate, then draw the figures and write the report and summary.json, under one
     progress bar: each simulation, each figure and the report is a step, so the bar reaches
     its end only when every file is written. The results and summary.json's content."""
@@ -129,8 +148,15 @@ def _run_and_draw(tasks: list[Task], seeds: tuple[int, ...], variants: list[str]
             draw_figure(results, figure, out, variant)
             progress.advance(bar)
         progress.update(bar, description="writing report.md and summary.json")
-        write_report(results, out)
+        write_report(results, out, real_load.section(results, *real))
         summary = key_numbers(results, out)
+        if real[0]:
+            summary["real_load"] = {
+                v.name: {"description": v.description,
+                         "background_utilization": _number(real_load.mean_of(
+                             results, v.name, "background_utilization")),
+                         "background_jobs": _number(real_load.mean_of(
+                             results, v.name, "background_jobs"))} for v in real[0]}
         if sensitivity:
             summary["sensitivity"] = sweep.write(results, out)
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n",

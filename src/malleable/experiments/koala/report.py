@@ -202,7 +202,8 @@ def figures_section() -> list[str]:
     return [*lines, ""]
 
 
-def write_report(results: Results, out: Path) -> Path:
+def write_report(results: Results, out: Path, real: Sequence[str] = ()) -> Path:
+    """report.md; ``real``: the section on a real log's users (lines, first of all)."""
     n_runs = sum(len(v) for v in results.runs.values())
     seeds = ", ".join(str(s) for s in results.seeds)
     lines = [
@@ -215,6 +216,7 @@ def write_report(results: Results, out: Path) -> Path:
         "its sections VI-VII.",
         "",
         SETTING,
+        *real,
         *paper_vs_ours(results),
         "## The paper's findings beside ours (paper setting)",
         "",

@@ -18,7 +18,7 @@ from malleable.metrics.records import JobRecord
 from malleable.metrics.summary import summarize, utilization_series
 from malleable.model import DAS3, JobKind, JobSpec
 from malleable.policies.koala import KoalaPolicy
-from malleable.sim.background import BackgroundSpec
+from malleable.sim.background import BackgroundSpec, TraceBackground
 from malleable.sim.model_options import ModelOptions
 from malleable.sim.run import SimConfig, SimResult, simulate
 from malleable.workloads.koala import koala_workload
@@ -70,11 +70,12 @@ class Variant:
     grow_threshold: float = 1.0
     rate: float = 1.0  # arrival rate, as a multiple of the paper's
     tuning: bool = False  # levels chosen by us, not the paper's
+    background_trace: TraceBackground | None = None  # a real log's users (real data)
 
     def config(self, seed: int, timeline: bool = True) -> SimConfig:
         return SimConfig(reconfig_cost=self.reconfig_cost, release_delay=self.release_delay,
                          background=self.background, seed=seed, timeline=timeline,
-                         model=self.model)
+                         model=self.model, background_trace=self.background_trace)
 
     def workload(self, name: str, seed: int) -> list[JobSpec]:
         """The workload, its arrivals ``rate`` times as frequent as the paper's."""
@@ -143,6 +144,7 @@ def run_one(combo: Combo, variant: Variant, seed: int) -> Run:
     policy = KoalaPolicy.named(combo.approach, combo.policy, variant.grow_threshold)
     result = simulate(jobs, DAS3, policy, variant.config(seed))
     summary = summarize(result.records, result.operations, result.makespan, result.utilization)
+    summary.update(result.background)
     return Run(combo, variant.name, seed, _rows(result), summary,
                [op.time for op in result.operations if op.kind == "grow"],
                [op.time for op in result.operations if op.kind == "shrink"],

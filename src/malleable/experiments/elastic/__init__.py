@@ -1,0 +1,1 @@
+"""``experiment elastic``: malleability on a real log (issue 39)."""
