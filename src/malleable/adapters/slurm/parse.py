@@ -191,10 +191,14 @@ def _text(value: Any) -> str:
 
 def parse_squeue_json(text: str) -> list[SlurmJob]:
     """Jobs of ``squeue --json``."""
-    data = _load(text, "squeue --json")
+    return squeue_jobs(_load(text, "squeue --json"), "squeue --json")
+
+
+def squeue_jobs(data: Mapping[str, Any], what: str = "squeue --json") -> list[SlurmJob]:
+    """Jobs of an already decoded ``squeue --json`` document (or slurmrestd's ``GET jobs``)."""
     jobs = data.get("jobs")
     if not isinstance(jobs, list):
-        raise ParseError("squeue --json: no 'jobs' list")
+        raise ParseError(f"{what}: no 'jobs' list")
     return [_json_job(j) for j in jobs]
 
 
@@ -215,12 +219,16 @@ def _json_job(raw: Mapping[str, Any]) -> SlurmJob:
 
 def parse_sinfo_json(text: str) -> list[SlurmNode]:
     """Nodes of ``sinfo --json`` (one entry per node; duplicates merged by name)."""
-    data = _load(text, "sinfo --json")
+    return sinfo_nodes(_load(text, "sinfo --json"), "sinfo --json")
+
+
+def sinfo_nodes(data: Mapping[str, Any], what: str = "sinfo --json") -> list[SlurmNode]:
+    """Nodes of an already decoded ``sinfo --json`` document (or slurmrestd's ``GET nodes``)."""
     raw_nodes = data.get("nodes")
     if raw_nodes is None and isinstance(data.get("sinfo"), list):  # 23.11+ layout
         raw_nodes = [entry for item in data["sinfo"] for entry in _sinfo_entries(item)]
     if not isinstance(raw_nodes, list):
-        raise ParseError("sinfo --json: no 'nodes' list")
+        raise ParseError(f"{what}: no 'nodes' list")
     nodes: dict[str, SlurmNode] = {}
     for raw in raw_nodes:
         node = _json_node(raw)

@@ -1,0 +1,91 @@
+"""The pure pieces of the REST transport (:mod:`malleable.adapters.slurm.restapi`)."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+import malleable.adapters.slurm.restapi as api
+from malleable.adapters.slurm.parse import ParseError
+
+
+def _jwt(claims: dict[str, object]) -> str:
+    def part(doc: dict[str, object]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(doc).encode()).decode().rstrip("=")
+
+    return f"{part({'alg': 'HS256', 'typ': 'JWT'})}.{part(claims)}.c2lnbmF0dXJl"
+
+
+def test_versions_from_an_openapi_document_and_the_newest_spoken_one() -> None:
+    spec = {"paths": {"/slurm/v0.0.38/jobs": {}, "/slurm/v0.0.37/ping": {},
+                      "/slurmdb/v0.0.38/jobs": {}, "/openapi": {}}}
+    assert api.api_versions(spec) == [(0, 0, 37), (0, 0, 38)]
+    assert api.choose_version(api.api_versions(spec)) == (0, 0, 38)
+    assert api.choose_version([(0, 0, 40), (0, 0, 41), (0, 0, 42)]) == (0, 0, 42)
+    assert api.choose_version([(0, 0, 42), (0, 0, 45), (0, 0, 46)]) == (0, 0, 45)
+    with pytest.raises(ParseError, match="offered: v0.0.36"):
+        api.choose_version([(0, 0, 36)])
+    with pytest.raises(ParseError, match="paths"):
+        api.api_versions({})
+    assert not api.can_allocate((0, 0, 38)) and api.can_allocate((0, 0, 41))
+
+
+def test_jwt_claims_and_token_text() -> None:
+    token = _jwt({"exp": 1700000000, "iat": 1699990000, "sun": "malleable"})
+    claims = api.jwt_claims(token)
+    assert (claims.user, claims.expires) == ("malleable", 1700000000.0)
+    assert api.read_token(f"SLURM_JWT={token}\n") == token
+    assert api.read_token(token) == token
+    for bad in ("", "a b", "x;rm -rf /", "SLURM_JWT=", "tok\nen"):
+        with pytest.raises(ParseError):
+            api.read_token(bad)
+    for bad in ("a.b", "a.!!!.c", f"x.{base64.urlsafe_b64encode(b'[1]').decode()}.y"):
+        with pytest.raises(ParseError):
+            api.jwt_claims(bad)
+
+
+def test_job_description_in_both_layouts() -> None:
+    options = ["--partition=batch", "--job-name=m.a", "--comment=tag", "--nodes=2",
+               "--exclusive", "--no-requeue", "--time=5", "--output=/tmp/x-%j.out", "--hold"]
+    old = api.job_description(options, (0, 0, 38), user="malleable", workdir="/tmp")
+    assert old["nodes"] == "2" and old["time_limit"] == 5 and old["exclusive"] == "true"
+    assert old["environment"]["USER"] == "malleable" and old["hold"] is True
+    assert old["requeue"] is False and old["standard_output"] == "/tmp/x-%j.out"
+    new = api.job_description(options, (0, 0, 41), user="malleable", workdir="/tmp",
+                              immediate=True)
+    assert (new["minimum_nodes"], new["maximum_nodes"]) == (2, 2)
+    assert new["time_limit"] == {"set": True, "number": 5} and new["shared"] == ["none"]
+    assert "USER=malleable" in new["environment"] and new["immediate"] is True
+    assert (new["name"], new["comment"], new["partition"]) == ("m.a", "tag", "batch")
+    with pytest.raises(ValueError, match="no REST translation"):
+        api.job_description(["--wrap=rm -rf /"], (0, 0, 41), user="u", workdir="/tmp")
+    with pytest.raises(ValueError):
+        api.job_description(["--exclusive=user"], (0, 0, 41), user="u", workdir="/tmp")
+
+
+def test_time_limits_and_resize_bodies() -> None:
+    assert [api.time_minutes(t) for t in ("7", "0", "1:30", "2:00:00", "1-0", "1-2:03:04")] \
+        == [7, 1, 2, 120, 1440, 1564]
+    assert api.resize_body("1", (0, 0, 38)) == {"nodes": "1-0"}
+    assert api.resize_body("3", (0, 0, 42)) == {"minimum_nodes": 3}
+
+
+def test_answers_job_ids_and_errors() -> None:
+    assert api.job_id_of({"job_id": 12}) == 12
+    assert api.job_id_of({"result": {"job_id": 13}}) == 13
+    with pytest.raises(ParseError):
+        api.job_id_of({"job_id": True})
+    answer = {"errors": [{"description": "Requested node configuration is not available",
+                          "error_number": 2014}, {"error": "x"}]}
+    assert api.errors_of(answer) == ("Requested node configuration is not available "
+                                     "(error 2014); x")
+    assert api.errors_of({"errors": []}) == ""
+
+
+def test_admin_level_both_layouts() -> None:
+    assert api.admin_level({"users": [{"administrator_level": ["Operator"]}]}) == "Operator"
+    assert api.admin_level({"users": [{"administrator_level": "Administrator"}]}) \
+        == "Administrator"
+    assert api.admin_level({"users": []}) == "None"
