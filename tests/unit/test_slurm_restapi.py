@@ -89,3 +89,24 @@ def test_admin_level_both_layouts() -> None:
     assert api.admin_level({"users": [{"administrator_level": "Administrator"}]}) \
         == "Administrator"
     assert api.admin_level({"users": []}) == "None"
+
+
+def test_a_helper_is_charged_like_its_job_and_ends_no_later() -> None:
+    from malleable.adapters.slurm.parse import SlurmJob, parse_scontrol_jobs
+    from malleable.adapters.slurm.resize import helper_charge
+
+    job = SlurmJob(7, "j", "RUNNING", 2, account="proj2", partition="batch", qos="gold",
+                   reservation="maint", start_time=1000.0, time_limit=30)
+    assert helper_charge(job, 1000.0 + 600.5) == ["--account=proj2", "--partition=batch",
+                                                  "--qos=gold", "--reservation=maint",
+                                                  "--time=19"]
+    assert "has 30 s left" in str(helper_charge(job, 1000.0 + 1770.0))
+    unlimited = SlurmJob(8, "j", "RUNNING", 2, account="users", partition="batch")
+    assert helper_charge(unlimited, 5.0) == ["--account=users", "--partition=batch"]
+    line = ("JobId=9 JobName=x UserId=alice(2001) Account=proj2 QOS=gold JobState=RUNNING "
+            "RunTime=00:10:30 TimeLimit=01:00:00 Partition=batch Reservation=(null) NumNodes=2")
+    (shown,) = parse_scontrol_jobs(line)
+    assert (shown.account, shown.qos, shown.reservation, shown.time_limit) == (
+        "proj2", "gold", "", 60)
+    assert helper_charge(shown, 0.0) == ["--account=proj2", "--partition=batch", "--qos=gold",
+                                         "--time=49"]

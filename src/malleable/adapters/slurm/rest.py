@@ -278,6 +278,13 @@ class RestCtl(SlurmCtl):
     def user(self, value: str | None) -> None:
         pass  # the token says who we are
 
+    def missing(self) -> dict[str, str]:
+        """``EXPAND`` on APIs without ``job/allocate`` (asks the server's version)."""
+        version = self.client.version()
+        if api.can_allocate(version):
+            return {}
+        return {"EXPAND": NO_ALLOCATE.format(version=api.version_text(version))}
+
     def _answer(self, method: str, path: str, body: Mapping[str, Any] | None = None,
                 params: Mapping[str, str] | None = None) -> tuple[int, dict[str, Any]]:
         return self.client.request(method, self.client.slurm() + path, body, params)
