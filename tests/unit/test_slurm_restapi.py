@@ -50,7 +50,7 @@ def test_job_description_in_both_layouts() -> None:
     options = ["--partition=batch", "--job-name=m.a", "--comment=tag", "--nodes=2",
                "--exclusive", "--no-requeue", "--time=5", "--output=/tmp/x-%j.out", "--hold"]
     old = api.job_description(options, (0, 0, 38), user="malleable", workdir="/tmp")
-    assert old["nodes"] == "2" and old["time_limit"] == 5 and old["exclusive"] == "true"
+    assert old["nodes"] == "2" and old["time_limit"] == 5 and old["exclusive"] == "exclusive"
     assert old["environment"]["USER"] == "malleable" and old["hold"] is True
     assert old["requeue"] is False and old["standard_output"] == "/tmp/x-%j.out"
     new = api.job_description(options, (0, 0, 41), user="malleable", workdir="/tmp",

@@ -56,6 +56,10 @@ NO_ALLOCATE = ("slurmrestd {version} has no job/allocate (Slurm 22.05): a helper
                "cannot be made through REST, so this site does not grow jobs")
 #: Seconds before a token's expiry at which it is renewed.
 RENEW_BEFORE = 60.0
+#: Seconds between two tries of a helper allocation Slurm answered busy.
+ALLOCATE_RETRY = 0.25
+#: Slurm's errors of an allocation that may succeed a moment later (nodes busy: 2016).
+_BUSY = ("error 2016", "nodes are busy", "Requested nodes are busy")
 #: Most bytes read from a token file or command.
 TOKEN_BYTES = 16384
 
@@ -329,14 +333,13 @@ class RestCtl(SlurmCtl):
     def accounting(self, job_ids: Sequence[int]) -> list[SlurmJob]:
         if not job_ids:
             return []
-        return self._slurmdb_jobs({"job_id": ",".join(str(int(j)) for j in job_ids)})
+        return self._slurmdb_jobs({"step": ",".join(str(int(j)) for j in job_ids)})
 
     def accounting_named(self, names: Sequence[str], since: str = "now-7days"
                          ) -> list[SlurmJob]:
         if not names:
             return []
-        start = str(int(time.time()) - 7 * 86400)
-        return self._slurmdb_jobs({"job_name": ",".join(names), "start_time": start})
+        return self._slurmdb_jobs({"job_name": ",".join(names), "start_time": since})
 
     def _slurmdb_jobs(self, params: Mapping[str, str]) -> list[SlurmJob]:
         status, data = self.client.request("GET", self.client.slurm("slurmdb") + "/jobs",
@@ -371,12 +374,14 @@ class RestCtl(SlurmCtl):
         body = {"script": script, "job": self._description(options)}
         status, data = self._answer("POST", "/job/submit", body)
         errors = api.errors_of(data)
-        if status != 200 or errors:
-            raise ExternalError(f"slurmrestd job/submit: HTTP {status} {errors}".strip())
         try:
-            return api.job_id_of(data)
-        except ParseError as exc:
-            raise ExternalError(f"slurmrestd job/submit: {exc}") from None
+            job_id = api.job_id_of(data)
+        except ParseError:
+            job_id = 0
+        # A held job comes back with an "error" 2042 (held, pending release) beside its id.
+        if status != 200 or not job_id:
+            raise ExternalError(f"slurmrestd job/submit: HTTP {status} {errors}".strip())
+        return job_id
 
     def update_nodes(self, job_id: int, nodes: str) -> Result:
         if nodes == "ALL":
@@ -415,13 +420,20 @@ class RestCtl(SlurmCtl):
             job = self._description([f"--nodes={nodes}", *options], immediate=True)
         except ValueError as exc:
             return Allocation(None, False, str(exc))
-        status, data = self._answer("POST", "/job/allocate", {"job": job})
-        errors = api.errors_of(data)
-        try:
-            job_id: int | None = api.job_id_of(data)
-        except ParseError:
-            job_id = None
-        if status != 200 or errors or job_id is None:
+        # `immediate` answers at once; like salloc's --immediate=WAIT, a busy answer (nodes
+        # just released are still completing) is asked again until `wait` s have passed.
+        deadline = time.monotonic() + wait
+        while True:
+            status, data = self._answer("POST", "/job/allocate", {"job": job})
+            errors = api.errors_of(data)
+            try:
+                job_id: int | None = api.job_id_of(data)
+            except ParseError:
+                job_id = None
+            if job_id is not None or not _busy(errors) or time.monotonic() >= deadline:
+                break
+            time.sleep(ALLOCATE_RETRY)
+        if status != 200 or job_id is None:
             return Allocation(job_id, False, errors or f"job/allocate: HTTP {status}")
         # Confirm by reading it back: slurmrestd may answer success for a job slurmctld has
         # already ended (the trap of an allocation without `immediate`).
@@ -440,6 +452,10 @@ def parse_squeue_json_data(data: Mapping[str, Any]) -> list[SlurmJob]:
 def parse_sinfo_data(data: Mapping[str, Any]) -> list[SlurmNode]:
     """Nodes of a ``GET nodes`` answer."""
     return sinfo_nodes(data, "slurmrestd nodes")
+
+
+def _busy(errors: str) -> bool:
+    return any(word in errors for word in _BUSY)
 
 
 def rest_ctl_for(target: RestTarget, timeout: float, partition: str | None) -> RestCtl:

@@ -151,7 +151,7 @@ def job_description(options: Sequence[str], version: tuple[int, int, int], *, us
         if new:
             job["shared"] = ["none"]  # exclusive in the v0.0.40+ layout
         else:
-            job["exclusive"] = "true"
+            job["exclusive"] = "exclusive"  # what 22.05's parser takes (not "true")
     if "--no-requeue" in flags:
         job["requeue"] = False
     if "--hold" in flags:
@@ -210,7 +210,8 @@ def errors_of(answer: Mapping[str, Any]) -> str:
     for error in errors if isinstance(errors, list) else []:
         if isinstance(error, Mapping):
             text = str(error.get("description") or error.get("error") or "").strip()
-            number = error.get("error_number") or error.get("errno")
+            number = (error.get("error_number") or error.get("error_code")
+                      or error.get("errno"))
             if text or number:
                 texts.append(f"{text} (error {number})" if number else text)
     return "; ".join(texts)
@@ -224,7 +225,7 @@ def parse_slurmdb_jobs(data: Mapping[str, Any]) -> list[SlurmJob]:
     jobs = data.get("jobs")
     if not isinstance(jobs, list):
         raise ParseError("slurmdb jobs: no 'jobs' list")
-    out = []
+    out: dict[int, SlurmJob] = {}
     for raw in jobs:
         if not isinstance(raw, Mapping):
             continue
@@ -237,13 +238,17 @@ def parse_slurmdb_jobs(data: Mapping[str, Any]) -> list[SlurmJob]:
             current = " ".join(str(c) for c in current)
         times = raw.get("time") or {}
         nodes = raw.get("allocation_nodes")
-        out.append(SlurmJob(
+        node_list = str(raw.get("nodes") or "")
+        job = SlurmJob(
             job_id=job_id, name=str(raw.get("name") or ""), state_raw=str(current or ""),
-            nodes=_count(nodes), node_list=str(raw.get("nodes") or ""),
+            nodes=_count(nodes), node_list="" if node_list == "None assigned" else node_list,
             user=str(raw.get("user") or ""), partition=str(raw.get("partition") or ""),
             start_time=_epoch(times.get("start")), end_time=_epoch(times.get("end")),
-            submit_time=_epoch(times.get("submission"))))
-    return out
+            submit_time=_epoch(times.get("submission")))
+        # a resized job has one RESIZING record per earlier size: the current one counts
+        if job_id not in out or not job.state_raw.startswith("RESIZING"):
+            out[job_id] = job
+    return list(out.values())
 
 
 def slurmdb_fields(data: Mapping[str, Any], job_id: int) -> dict[str, Any]:
