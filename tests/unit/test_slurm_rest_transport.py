@@ -64,7 +64,7 @@ def test_a_missing_token_file_is_refused_at_load(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text('[clusters.vu]\ntransport = "rest"\nurl = "http://x"\n'
                     'token_file = "absent.jwt"\n')
-    with pytest.raises(InputError, match="absent.jwt: no such file"):
+    with pytest.raises(InputError, match=r"absent\.jwt: no such file"):
         load_config(path)
 
 
@@ -111,6 +111,6 @@ def test_an_unreachable_server_is_an_external_error(tmp_path: Path) -> None:
     ctl = ctl_for(parse_config(doc).site("vu"))
     assert isinstance(ctl, RestCtl)
     ctl.client.retries = 0
-    with pytest.raises(ExternalError, match="slurmrestd http://127.0.0.1:9"):
+    with pytest.raises(ExternalError, match=r"slurmrestd http://127\.0\.0\.1:9"):
         ctl.poll()
     ctl.runner.close()

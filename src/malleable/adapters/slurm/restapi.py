@@ -237,11 +237,11 @@ def parse_slurmdb_jobs(data: Mapping[str, Any]) -> list[SlurmJob]:
         if isinstance(current, list):
             current = " ".join(str(c) for c in current)
         times = raw.get("time") or {}
-        nodes = raw.get("allocation_nodes")
+        nodes = _count(raw.get("allocation_nodes")) or _tres_nodes(raw.get("tres"))
         node_list = str(raw.get("nodes") or "")
         job = SlurmJob(
             job_id=job_id, name=str(raw.get("name") or ""), state_raw=str(current or ""),
-            nodes=_count(nodes), node_list="" if node_list == "None assigned" else node_list,
+            nodes=nodes, node_list="" if node_list == "None assigned" else node_list,
             user=str(raw.get("user") or ""), partition=str(raw.get("partition") or ""),
             start_time=_epoch(times.get("start")), end_time=_epoch(times.get("end")),
             submit_time=_epoch(times.get("submission")))
@@ -265,6 +265,15 @@ def slurmdb_fields(data: Mapping[str, Any], job_id: int) -> dict[str, Any]:
                     if isinstance(reservation, Mapping) else str(reservation),
                     "time_limit": _minutes(limit)}
     raise ParseError(f"slurmdb job: no job {job_id} in the answer")
+
+
+def _tres_nodes(tres: Any) -> int:
+    """The node count of a job's allocated TRES (22.05 reports ``allocation_nodes`` 0)."""
+    allocated = tres.get("allocated") if isinstance(tres, Mapping) else None
+    for item in allocated if isinstance(allocated, list) else []:
+        if isinstance(item, Mapping) and item.get("type") == "node":
+            return _count(item.get("count"))
+    return 0
 
 
 def _count(value: Any) -> int:
