@@ -339,7 +339,9 @@ class SiteService:
                 "failures": health.total_failures, "nodes": view.nodes if view else None,
                 "idle": view.idle if view else None, "reserve": adapter.reserve,
                 "kind": adapter.kind,
-                "ignored_tags": len(adapter.ignored)}
+                "ignored_tags": len(adapter.ignored),
+                # what the site's transport cannot do, with why (EXPAND over 22.05's REST)
+                "missing": dict(getattr(adapter, "missing", {}))}
 
     def _jobs(self) -> Iterator[dict[str, Any]]:
         for job_id, record in self.manager.records.items():
