@@ -33,6 +33,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 SITE = "vu"
+#: alice's non-default account and QoS (helpers must be charged to them).
+ACCOUNT = "proj2"
+QOS = "gold"
 SERVICE = """[service]
 state = "{dir}/state.sqlite"
 poll = 1.0
@@ -84,10 +87,13 @@ def test_manager_serve_over_rest(quiet: Testbed, tmp_path: Path) -> None:
     version = tb.record().slurm
     config = tmp_path / "manager.toml"
     config.write_text(SERVICE.format(dir=tmp_path) + _rest_table(tb))
+    _project(tb)
+    began = tb.exec(SITE, ["date", "+%Y-%m-%dT%H:%M:%S"], timeout=30, check=True).stdout.strip()
     carol = tb.exec(SITE, ["sbatch", "--parsable", "-N2", "--exclusive", "--wrap", "sleep 600"],
                     user="carol", timeout=30, check=True).stdout.strip()
-    alice = _submit(tb, "alice", "--min", "1", "--max", "4", "--time", "30", "--",
-                    "sleep", "600")
+    alice = tb.exec(SITE, ["env", f"SBATCH_ACCOUNT={ACCOUNT}", f"SBATCH_QOS={QOS}", "malleable",
+                           "submit", "--min", "1", "--max", "4", "--time", "30", "--",
+                           "sleep", "600"], user="alice", timeout=60, check=True).stdout.strip()
     env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     log = (tmp_path / "serve.log").open("w")
     service = subprocess.Popen([sys.executable, "-m", "malleable", "manager", "serve",
@@ -95,6 +101,8 @@ def test_manager_serve_over_rest(quiet: Testbed, tmp_path: Path) -> None:
                                stderr=subprocess.STDOUT, env=env)
     try:
         _serve(tb, version, config, service, carol, alice, env)
+        if version != "22.05":  # the grow's helper, read back from accounting
+            _check_helpers(tb, began, alice, expected=1)
     finally:
         if service.poll() is None:
             service.send_signal(signal.SIGTERM)
@@ -133,6 +141,47 @@ def _serve(tb: Testbed, version: str, config: Path, service: subprocess.Popen[by
     assert service.poll() is None  # still serving
 
 
+def _project(tb: Testbed) -> None:
+    """alice's non-default account and QoS (Slurm's accounting; idempotent)."""
+    for argv in (["sacctmgr", "-i", "add", "qos", QOS],
+                 ["sacctmgr", "-i", "add", "account", ACCOUNT, f"cluster={SITE}"],
+                 ["sacctmgr", "-i", "add", "user", "alice", f"account={ACCOUNT}",
+                  f"cluster={SITE}"],
+                 ["sacctmgr", "-i", "modify", "user", "alice", "set", f"qos+={QOS}"]):
+        tb.exec(SITE, argv, timeout=60)  # "nothing new added" on a second run is fine
+
+
+def _check_helpers(tb: Testbed, began: str, job: str, expected: int) -> None:
+    """The helper allocations made since ``began`` (sacct) carry the job's account,
+    partition and QoS, and a time limit within what the job had left."""
+    shown = _job(tb, job)
+    limit = _minutes(shown["TimeLimit"])
+
+    def rows() -> list[dict[str, str]]:
+        out = tb.exec(SITE, ["sacct", "-X", "-n", "-P", "--allusers", "--name=m.helper",
+                             f"--starttime={began}",
+                             "--format=JobID,Account,Partition,QOS,Timelimit,User"],
+                      timeout=30, check=True).stdout
+        keys = ("id", "account", "partition", "qos", "limit", "user")
+        return [dict(zip(keys, line.split("|"), strict=True))
+                for line in out.splitlines() if line.strip()]
+
+    wait_for(lambda: len(rows()) >= expected, 60, "the helper in accounting")
+    for row in rows():
+        assert (row["account"], row["partition"], row["qos"]) == (
+            shown["Account"], shown["Partition"], shown["QOS"]), row
+        assert shown["Account"] == ACCOUNT and shown["QOS"] == QOS
+        assert 0 < _minutes(row["limit"]) < limit, (row, limit)
+
+
+def _minutes(text: str) -> int:
+    from malleable.adapters.slurm.parse import duration_seconds
+
+    seconds = duration_seconds(text)
+    assert seconds is not None, text
+    return seconds // 60
+
+
 def _idle(tb: Testbed) -> int:
     out = tb.exec(SITE, ["sinfo", "-h", "-N", "-t", "idle", "-o", "%N"], timeout=30).stdout
     return len(out.split())
@@ -150,3 +199,28 @@ def _status(config: Path, env: dict[str, str]) -> dict[str, Any]:
     assert done.returncode == 0, done.stderr
     data: dict[str, Any] = json.loads(done.stdout)
     return data
+
+
+def test_a_helper_over_ssh_is_charged_like_its_job(quiet: Testbed, tmp_path: Path) -> None:
+    """The same good-citizen check on the SSH transport: a grow of alice's job (non-default
+    account and QoS, 20 minutes) by the service account, through :class:`Resizer`."""
+    from malleable.adapters.slurm.resize import Outcome, Resizer
+    from malleable.adapters.slurm.sites import ctl_for
+    from malleable.config import load_config
+
+    tb = quiet
+    _project(tb)
+    began = tb.exec(SITE, ["date", "+%Y-%m-%dT%H:%M:%S"], timeout=30, check=True).stdout.strip()
+    job = tb.exec(SITE, ["sbatch", "--parsable", "-N1", "--exclusive", f"--account={ACCOUNT}",
+                         f"--qos={QOS}", "--time=20", "--wrap", "sleep 600"],
+                  user="alice", timeout=30, check=True).stdout.strip()
+    wait_for(lambda: _job(tb, job).get("JobState") == "RUNNING", 60, "alice's job running")
+    path = tmp_path / "clusters.toml"
+    path.write_text(tb.config_toml())
+    ctl = ctl_for(load_config(path).site(SITE))
+    try:
+        result = Resizer(ctl).resize(int(job), 2)
+    finally:
+        ctl.runner.close()
+    assert result.outcome is Outcome.DONE, result.describe()
+    _check_helpers(tb, began, job, expected=1)
