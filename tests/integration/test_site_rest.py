@@ -1,7 +1,8 @@
 """The site service over slurmrestd (issue 38), once per Slurm version of the matrix.
 
-``manager serve`` runs on the test host with a config whose vu site is ``transport =
-"rest"``: a slurmrestd URL and a token file of the service account, no SSH key at all.
+``manager serve`` runs in the uva controller as ``restsvc``, a user with no SSH key, with a
+config whose vu site is ``transport = "rest"``: vu's slurmrestd URL and a token file of
+the service account ``malleable``, no SSH key at all.
 Users submit held, tagged jobs with ``malleable submit`` on the login node as themselves;
 the service places them (``NumNodes`` + release), grows alice's job when nodes free up
 (helper allocation over REST: 24.11 and 26.05) and shrinks it to place bob's, each
@@ -15,14 +16,11 @@ alice's account, partition and QoS and a time limit no longer than her job has l
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -31,7 +29,6 @@ from tests.fakes.waits import clear_selection, site_quiet, site_state, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 SITE = "vu"
 #: alice's non-default account and QoS (helpers must be charged to them).
 ACCOUNT = "proj2"
@@ -82,11 +79,10 @@ def quiet(versioned_testbed: Testbed) -> Iterator[Testbed]:
     clear_selection(tb, SITE)
 
 
-def test_manager_serve_over_rest(quiet: Testbed, tmp_path: Path) -> None:
+def test_manager_serve_over_rest(quiet: Testbed) -> None:
     tb = quiet
     version = tb.record().slurm
-    config = tmp_path / "manager.toml"
-    config.write_text(SERVICE.format(dir=tmp_path) + _rest_table(tb))
+    service = Service(tb)
     _project(tb)
     began = tb.exec(SITE, ["date", "+%Y-%m-%dT%H:%M:%S"], timeout=30, check=True).stdout.strip()
     carol = tb.exec(SITE, ["sbatch", "--parsable", "-N2", "--exclusive", "--wrap", "sleep 600"],
@@ -94,33 +90,78 @@ def test_manager_serve_over_rest(quiet: Testbed, tmp_path: Path) -> None:
     alice = tb.exec(SITE, ["env", f"SBATCH_ACCOUNT={ACCOUNT}", f"SBATCH_QOS={QOS}", "malleable",
                            "submit", "--min", "1", "--max", "4", "--time", "30", "--",
                            "sleep", "600"], user="alice", timeout=60, check=True).stdout.strip()
-    env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    log = (tmp_path / "serve.log").open("w")
-    service = subprocess.Popen([sys.executable, "-m", "malleable", "manager", "serve",
-                                "--config", str(config)], stdout=log,
-                               stderr=subprocess.STDOUT, env=env)
+    service.start()
     try:
-        _serve(tb, version, config, service, carol, alice, env)
+        _serve(tb, version, service, carol, alice)
         if version != "22.05":  # the grow's helper, read back from accounting
             _check_helpers(tb, began, alice, expected=1)
     finally:
-        if service.poll() is None:
-            service.send_signal(signal.SIGTERM)
-            try:
-                service.wait(30)
-            except subprocess.TimeoutExpired:
-                service.kill()
-        log.close()
-        print((tmp_path / "serve.log").read_text()[-6000:])
+        service.stop()
+        print(service.log()[-6000:])
 
 
-def _serve(tb: Testbed, version: str, config: Path, service: subprocess.Popen[bytes],
-           carol: str, alice: str, env: dict[str, str]) -> None:
+class Service:
+    """``manager serve`` on the uva controller as ``restsvc``, a user made here with no SSH
+    key and no login: it reaches vu only through vu's slurmrestd (``http://vu-ctl:6820``)
+    with a token of the service account ``malleable`` (operator). Its home is on the
+    container's own disk, not the shared ``/home``."""
+
+    HOST = "uva"
+    USER = "restsvc"
+    HOME = "/var/lib/restsvc"
+
+    def __init__(self, tb: Testbed) -> None:
+        self.tb = tb
+        tb.exec(self.HOST, ["sh", "-c", f"id {self.USER} >/dev/null 2>&1 || useradd --system "
+                            f"--create-home --home-dir {self.HOME} --shell /usr/sbin/nologin "
+                            f"{self.USER}"], timeout=30, check=True)
+        self.sh(f"rm -rf {self.HOME}/serve && mkdir -m 0700 {self.HOME}/serve")
+        token = tb.rest_token(SITE, lifespan=3600).read_text()
+        self.sh(f"umask 077 && cat > {self.HOME}/serve/vu.token", input_text=token)
+        table = _rest_table(tb)
+        table = re.sub(r'url = "[^"]*"', 'url = "http://vu-ctl:6820"', table)
+        table = re.sub(r'token_file = "[^"]*"', f'token_file = "{self.HOME}/serve/vu.token"',
+                       table)
+        self.config = f"{self.HOME}/serve/manager.toml"
+        self.sh(f"cat > {self.config}",
+                input_text=SERVICE.format(dir=f"{self.HOME}/serve") + table)
+        assert ".ssh" not in self.sh(f"ls -A {self.HOME}").split()  # no SSH key here
+
+    def sh(self, script: str, input_text: str | None = None, check: bool = True) -> str:
+        return self.tb.exec(self.HOST, ["sh", "-c", script], user=self.USER, workdir=self.HOME,
+                            timeout=60, check=check, input_text=input_text).stdout
+
+    def start(self) -> None:
+        self.sh(f"cd {self.HOME}/serve && nohup malleable manager serve --config {self.config} "
+                "> serve.log 2>&1 < /dev/null & echo $! > serve.pid")
+
+    def stop(self) -> None:
+        pid = self.sh(f"cat {self.HOME}/serve/serve.pid 2>/dev/null || true").strip()
+        if pid.isdigit():
+            self.sh(f"kill -TERM {pid} 2>/dev/null; for i in $(seq 50); do kill -0 {pid} "
+                    f"2>/dev/null || exit 0; sleep 0.2; done; kill -KILL {pid}", check=False)
+
+    def running(self) -> bool:
+        pid = self.sh(f"cat {self.HOME}/serve/serve.pid").strip()
+        return bool(self.sh(f"kill -0 {pid} 2>/dev/null && echo yes || true").strip())
+
+    def log(self) -> str:
+        return self.sh(f"cat {self.HOME}/serve/serve.log 2>/dev/null || true")
+
+    def status(self) -> dict[str, Any]:
+        out = self.tb.exec(self.HOST, ["malleable", "manager", "status", "--config",
+                                       self.config, "--json"], user=self.USER,
+                           workdir=self.HOME, timeout=60)
+        return cast(dict[str, Any], json.loads(out.stdout)) if out.ok else {}
+
+
+def _serve(tb: Testbed, version: str, service: Service, carol: str, alice: str) -> None:
     # placed on the two idle nodes (carol holds the other two), through REST
-    wait_for(lambda: _job(tb, alice).get("JobState") == "RUNNING", 90, "alice's job placed")
+    wait_for(lambda: _job(tb, alice).get("JobState") == "RUNNING", 90, "alice's job placed",
+             explain=service.log)
     assert _job(tb, alice)["NumNodes"] == "2"
-    status = _status(config, env)
-    (site,) = status["sites"]
+    wait_for(lambda: bool(service.status().get("sites")), 30, "the status file")
+    (site,) = service.status()["sites"]
     grows = version != "22.05"
     if grows:
         assert site["missing"] == {}
@@ -128,17 +169,20 @@ def _serve(tb: Testbed, version: str, config: Path, service: subprocess.Popen[by
         assert "no job/allocate" in site["missing"]["EXPAND"]
     tb.exec(SITE, ["scancel", carol], timeout=30, check=True)
     if grows:  # carol's two nodes free: alice's job grown to 4 over REST
-        wait_for(lambda: _job(tb, alice).get("NumNodes") == "4", 90, "alice's job grown")
+        wait_for(lambda: _job(tb, alice).get("NumNodes") == "4", 90, "alice's job grown",
+                 explain=service.log)
     else:  # declared absent: never tried, the job keeps its size
         wait_for(lambda: _idle(tb) == 2, 60, "carol's nodes idle")
         time.sleep(3)
         assert _job(tb, alice)["NumNodes"] == "2"
     # bob needs 3 nodes: alice's job is shrunk to 1 to place it (PWA: the waiting job first)
     bob = _submit(tb, "bob", "--min", "3", "--max", "3", "--", "sleep", "600")
-    wait_for(lambda: _job(tb, bob).get("JobState") == "RUNNING", 90, "bob's job placed")
+    wait_for(lambda: _job(tb, bob).get("JobState") == "RUNNING", 90, "bob's job placed",
+             explain=service.log)
     assert (_job(tb, alice)["NumNodes"], _job(tb, alice)["JobState"]) == ("1", "RUNNING")
     assert _job(tb, bob)["NumNodes"] == "3" and _job(tb, bob)["UserId"].startswith("bob(")
-    assert service.poll() is None  # still serving
+    assert service.running()  # still serving
+    assert "ssh" not in service.log().lower()
 
 
 def _project(tb: Testbed) -> None:
@@ -185,20 +229,6 @@ def _minutes(text: str) -> int:
 def _idle(tb: Testbed) -> int:
     out = tb.exec(SITE, ["sinfo", "-h", "-N", "-t", "idle", "-o", "%N"], timeout=30).stdout
     return len(out.split())
-
-
-def _status(config: Path, env: dict[str, str]) -> dict[str, Any]:
-    deadline = time.monotonic() + 30
-    while True:
-        done = subprocess.run([sys.executable, "-m", "malleable", "manager", "status",
-                               "--config", str(config), "--json"], capture_output=True,
-                              text=True, env=env, timeout=60, check=False)
-        if done.returncode == 0 or time.monotonic() > deadline:
-            break
-        time.sleep(1)
-    assert done.returncode == 0, done.stderr
-    data: dict[str, Any] = json.loads(done.stdout)
-    return data
 
 
 def test_a_helper_over_ssh_is_charged_like_its_job(quiet: Testbed, tmp_path: Path) -> None:
