@@ -88,8 +88,9 @@ def test_manager_serve_over_rest(quiet: Testbed) -> None:
     carol = tb.exec(SITE, ["sbatch", "--parsable", "-N2", "--exclusive", "--wrap", "sleep 600"],
                     user="carol", timeout=30, check=True).stdout.strip()
     alice = tb.exec(SITE, ["env", f"SBATCH_ACCOUNT={ACCOUNT}", f"SBATCH_QOS={QOS}", "malleable",
-                           "submit", "--min", "1", "--max", "4", "--time", "30", "--",
-                           "sleep", "600"], user="alice", timeout=60, check=True).stdout.strip()
+                           "submit", "--min", "1", "--max", "4", "--initial", "2", "--time",
+                           "30", "--", "sleep", "600"], user="alice", timeout=60,
+                    check=True).stdout.strip()
     service.start()
     try:
         _serve(tb, version, service, carol, alice)
