@@ -133,7 +133,7 @@ class Service:
                             timeout=60, check=check, input_text=input_text).stdout
 
     def start(self) -> None:
-        self.sh(f"cd {self.HOME}/serve && nohup malleable manager serve --config {self.config} "
+        self.sh(f"cd {self.HOME}/serve; nohup malleable manager serve --config {self.config} "
                 "> serve.log 2>&1 < /dev/null & echo $! > serve.pid")
 
     def stop(self) -> None:
@@ -192,7 +192,12 @@ def _project(tb: Testbed) -> None:
                  ["sacctmgr", "-i", "add", "account", ACCOUNT, f"cluster={SITE}"],
                  ["sacctmgr", "-i", "add", "user", "alice", f"account={ACCOUNT}",
                   f"cluster={SITE}"],
-                 ["sacctmgr", "-i", "modify", "user", "alice", "set", f"qos+={QOS}"]):
+                 ["sacctmgr", "-i", "modify", "user", "alice", "set", f"qos+={QOS}"],
+                 # the service account grows jobs of that account: it needs an association
+                 # there, or Slurm charges its helpers to its default account (docs/site.md)
+                 ["sacctmgr", "-i", "add", "user", "malleable", f"account={ACCOUNT}",
+                  f"cluster={SITE}"],
+                 ["sacctmgr", "-i", "modify", "user", "malleable", "set", f"qos+={QOS}"]):
         tb.exec(SITE, argv, timeout=60)  # "nothing new added" on a second run is fine
 
 
