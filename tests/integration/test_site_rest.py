@@ -210,11 +210,13 @@ def _check_helpers(tb: Testbed, began: str, job: str, expected: int) -> None:
     def rows() -> list[dict[str, str]]:
         out = tb.exec(SITE, ["sacct", "-X", "-n", "-P", "--allusers", "--name=m.helper",
                              f"--starttime={began}",
-                             "--format=JobID,Account,Partition,QOS,Timelimit,User"],
+                             "--format=JobID,Account,Partition,QOS,Timelimit,User,Submit"],
                       timeout=30, check=True).stdout
-        keys = ("id", "account", "partition", "qos", "limit", "user")
-        return [dict(zip(keys, line.split("|"), strict=True))
-                for line in out.splitlines() if line.strip()]
+        keys = ("id", "account", "partition", "qos", "limit", "user", "submit")
+        found = [dict(zip(keys, line.split("|"), strict=True))
+                 for line in out.splitlines() if line.strip()]
+        # sacct's window also holds an earlier test's helper that ended after `began`
+        return [row for row in found if row["submit"] >= began]
 
     wait_for(lambda: len(rows()) >= expected, 60, "the helper in accounting")
     for row in rows():
