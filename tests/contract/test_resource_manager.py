@@ -18,7 +18,9 @@ from tests.fakes.drivers import STATES_AFTER_CANCEL, Driver
 
 def needs(driver: Driver, capability: Capability) -> None:
     if capability not in driver.rm.capabilities:
-        pytest.skip(f"{driver.kind} does not declare {capability.name}")
+        why = getattr(driver.rm, "missing", {}).get(capability.name, "")  # the adapter's reason
+        pytest.skip(f"{driver.kind} does not declare {capability.name}"
+                    + (f": {why}" if why else ""))
 
 
 def started(driver: Driver, job_id: str, size: int = 2, **kw: Any) -> int:
