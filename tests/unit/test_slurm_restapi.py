@@ -125,7 +125,8 @@ def _rec(version: str, name: str) -> dict[str, object]:
 
 
 @pytest.mark.parametrize(("version", "api_version"), [("22.05", (0, 0, 38)),
-                                                     ("24.11", (0, 0, 42))])
+                                                     ("24.11", (0, 0, 42)),
+                                                     ("26.05", (0, 0, 45))])
 def test_recorded_answers_of_each_version(version: str, api_version: tuple[int, int, int]
                                           ) -> None:
     from malleable.adapters.slurm.rest import parse_sinfo_data, parse_squeue_json_data
