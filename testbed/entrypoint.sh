@@ -87,13 +87,36 @@ GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';
 FLUSH PRIVILEGES;
 SQL
   install -o slurm -g slurm -m 0600 "$ETC/accounting/slurmdbd.conf" /etc/slurm/slurmdbd.conf
+  install_jwt_key
   /usr/sbin/slurmdbd
+}
+
+# The JWT key of slurmctld and slurmdbd (AuthAltParameters in slurm.conf and slurmdbd.conf):
+# generated per testbed at bring-up into the secrets (like the munge key), installed here
+# owned by slurm, mode 0400; never in the image or the repository.
+JWT_KEY=/etc/slurm/jwt_hs256.key
+install_jwt_key() {
+  [ -f "$SECRETS/jwt_hs256.key" ] || { log "no JWT key in the secrets: slurmrestd's tokens will be refused"; return 0; }
+  install -o slurm -g slurm -m 0400 "$SECRETS/jwt_hs256.key" "$JWT_KEY"
+}
+
+# slurmrestd on port 6820 (published on the host like sshd), as the unprivileged user
+# slurmrestd: it refuses root and SlurmUser. SLURM_JWT=daemon makes it accept the JWT of each
+# request (without it every token is refused: "Rejecting thread config token"); the
+# unshare security features need privileges a container does not have.
+REST_PORT=6820
+start_slurmrestd() {
+  SLURM_JWT=daemon SLURMRESTD_SECURITY=disable_unshare_sysv,disable_unshare_files \
+    runuser -u slurmrestd -- /usr/sbin/slurmrestd -a rest_auth/jwt "0.0.0.0:$REST_PORT" \
+    >>/var/log/slurmrestd.log 2>&1 &
 }
 
 start_controller() {
   link_slurm_conf "$1"
   start_sshd
+  install_jwt_key
   /usr/sbin/slurmctld -i
+  start_slurmrestd || log "slurmrestd did not start (see /var/log/slurmrestd.log)"
 }
 
 start_compute() {
@@ -179,7 +202,7 @@ start_oar_node() {
 # pending and then killed as a "duplicate jobid" on its own nodes).
 stop_daemons() {
   local name i
-  for name in slurmctld slurmd slurmdbd; do pkill -TERM -x "$name" || true; done
+  for name in slurmrestd slurmctld slurmd slurmdbd; do pkill -TERM -x "$name" || true; done
   for i in $(seq 1 40); do
     pgrep -x slurmctld >/dev/null || pgrep -x slurmd >/dev/null \
       || pgrep -x slurmdbd >/dev/null || return 0

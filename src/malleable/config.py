@@ -26,6 +26,14 @@ to reach them (TOML, the format ``malleable testbed config`` prints).
     controller = "vu-ctl"       # optional, informative: the host name inside the testbed
     address = "172.19.0.7"      # optional, informative: the sshd on the testbed network
 
+    [clusters.lisa]             # a Slurm site reached through slurmrestd, without SSH
+    transport = "rest"          # "ssh" (default; or local commands without host) or "rest"
+    url = "https://lisa-ctl.example.org:6820"
+    token_file = "/etc/malleable/lisa.jwt"   # or token_command = ["argv", ...] printing it
+    rest_user = "malleable"     # optional: the token's user (default: its `sun` claim)
+    tls_ca = "/etc/malleable/lisa-ca.pem"    # optional: the CA bundle of an https URL
+    workdir = "/tmp"            # optional: submitted jobs' working directory
+
 Parsed with :mod:`tomllib` into frozen dataclasses. Unknown keys, wrong types and
 missing values raise :class:`~malleable.errors.InputError` naming the file, the key
 path and the valid keys. Relative paths are taken from the file's directory.
@@ -50,8 +58,10 @@ from malleable.policies.registry import PolicySpec
 
 _SSH_KEYS = ("host", "port", "user", "key", "known_hosts", "connect_timeout", "host_key_alias")
 _INFO_KEYS = ("slurm_cluster", "controller", "address")
+_REST_KEYS = ("url", "token_file", "token_command", "rest_user", "tls_ca", "workdir")
 _SITE_KEYS = ("kind", *_SSH_KEYS, "nodes", "partition", "reserve", "speed", "command_timeout",
-              "finish_file", *_INFO_KEYS)
+              "finish_file", *_INFO_KEYS, "transport", *_REST_KEYS)
+_TRANSPORTS = ("ssh", "rest")
 _TOP_KEYS = ("clusters", "ssh", "policy")
 
 
@@ -75,6 +85,22 @@ class SSHTarget:
 
 
 @dataclass(frozen=True, slots=True)
+class RestTarget:
+    """A Slurm site reached through slurmrestd (``transport = "rest"``): its URL and where the
+    JWT comes from (a file, read again when it changes, or a command printing it)."""
+
+    url: str
+    token_file: Path | None = None
+    token_command: tuple[str, ...] | None = None
+    user: str | None = None
+    """The Slurm user of the token (None: the token's own ``sun`` claim)."""
+    verify: bool | str = True
+    """TLS: verify against the system's CAs (True) or this CA bundle's path."""
+    workdir: str = "/tmp"
+    """The working directory of the jobs submitted over REST (on the nodes)."""
+
+
+@dataclass(frozen=True, slots=True)
 class SiteConfig:
     """One site: its name, how to reach it (None: locally) and its scheduling knobs."""
 
@@ -92,6 +118,8 @@ class SiteConfig:
     finish_file: str | None = None
     """For tests: a path on the site's nodes that ends a managed job's sleep payload once it
     exists (:class:`~malleable.adapters.slurm.payload.Payload`)."""
+    rest: RestTarget | None = None
+    """slurmrestd instead of SSH (``transport = "rest"``; Slurm sites only)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +160,10 @@ def check_files(config: ClustersConfig) -> None:
     """InputError, at load rather than at the first connection, for a site whose SSH
     ``key`` or ``known_hosts`` is not an existing file."""
     for site in config.sites:
+        token = site.rest.token_file if site.rest is not None else None
+        if token is not None and not token.is_file():
+            raise InputError(f"clusters.{site.name}.token_file: {token}: no such file",
+                             source=config.source)
         if site.ssh is None:
             continue
         for key, file in (("key", site.ssh.key), ("known_hosts", site.ssh.known_hosts)):
@@ -197,9 +229,19 @@ class _Where:
             raise self.fail(f"{path}.kind",
                             f"unknown kind {kind!r}; valid: {', '.join(kinds.names())}")
         info = {key: self.text(raw, key, path) for key in _INFO_KEYS if key in raw}
+        transport = self.text(raw, "transport", path) if "transport" in raw else "ssh"
+        if transport not in _TRANSPORTS:
+            raise self.fail(f"{path}.transport", f"unknown transport {transport!r}; valid: "
+                                                 f"{', '.join(_TRANSPORTS)}")
+        rest = self.rest(raw, path, kind) if transport == "rest" else None
+        if rest is None:
+            extra = [k for k in _REST_KEYS if k in raw]
+            if extra:
+                raise self.fail(f"{path}.{extra[0]}", 'only for transport = "rest"')
         return SiteConfig(
             name=name,
-            ssh=self.ssh(raw, defaults, path),
+            ssh=None if rest is not None else self.ssh(raw, defaults, path),
+            rest=rest,
             kind=kind,
             nodes=None if nodes is None else self.integer(raw, "nodes", path, 1),
             partition=self.text(raw, "partition", path) if "partition" in raw else None,
@@ -209,6 +251,40 @@ class _Where:
             finish_file=self.finish_file(raw, path),
             **info,
         )
+
+    def rest(self, raw: dict[str, Any], path: str, kind: str) -> RestTarget:
+        if kind != "slurm":
+            raise self.fail(f"{path}.transport", 'transport = "rest" is for Slurm sites only')
+        ssh = [k for k in _SSH_KEYS if k in raw]
+        if ssh:
+            raise self.fail(f"{path}.{ssh[0]}", 'not for transport = "rest" (no SSH is used)')
+        if "url" not in raw:
+            raise self.fail(f"{path}.url", "missing: slurmrestd's URL, e.g. "
+                                           '"https://slurm.example.org:6820"')
+        url = self.text(raw, "url", path)
+        if not url.startswith(("http://", "https://")) or any(c.isspace() for c in url):
+            raise self.fail(f"{path}.url", f"{url!r} is not an http:// or https:// URL")
+        if ("token_file" in raw) == ("token_command" in raw):
+            raise self.fail(f"{path}.token_file", "give exactly one of token_file and "
+                                                  "token_command")
+        command = None
+        if "token_command" in raw:
+            value = raw["token_command"]
+            if (not isinstance(value, list) or not value
+                    or not all(isinstance(v, str) and v for v in value)):
+                raise self.fail(f"{path}.token_command", "must be a non-empty list of strings "
+                                                         "(an argv, never run by a shell)")
+            command = tuple(value)
+        workdir = self.text(raw, "workdir", path) if "workdir" in raw else "/tmp"
+        if not workdir.startswith("/"):
+            raise self.fail(f"{path}.workdir", f"{workdir!r} is not an absolute path")
+        return RestTarget(
+            url=url,
+            token_file=self.path(raw, "token_file", path) if "token_file" in raw else None,
+            token_command=command,
+            user=self.text(raw, "rest_user", path) if "rest_user" in raw else None,
+            verify=str(self.path(raw, "tls_ca", path)) if "tls_ca" in raw else True,
+            workdir=workdir)
 
     def finish_file(self, raw: dict[str, Any], path: str) -> str | None:
         if "finish_file" not in raw:

@@ -4,7 +4,9 @@ Parametrised over the simulator, SlurmCluster on the fake Slurm, MpiSite on the 
 Slurm (with MPI programs behind it, and with plain sleepers it hands to its wrapped
 cluster), OarCluster on the fake OAR, SlurmCluster on a real testbed once per Slurm
 version of the matrix (``slurm-testbed`` is the default version, ``slurm-testbed-24.11``
-and ``slurm-testbed-26.05`` the others; ``MALLEABLE_SLURM_VERSIONS`` narrows it) and
+and ``slurm-testbed-26.05`` the others; ``MALLEABLE_SLURM_VERSIONS`` narrows it), the same
+testbeds reached through slurmrestd (``slurm-rest-testbed-V``, every version: no SSH key in
+its config) and
 OarCluster on an OAR testbed (one site ``grid`` of 4 nodes) (``integration``: skipped
 without ``--integration``). Each testbed is this suite's own: one site ``vu`` of 4 nodes,
 named ``contract<pid>-<n>`` so it cannot collide with other runs, taken down when this
@@ -81,6 +83,10 @@ def contract_version_testbeds(
 _VERSIONED = [pytest.param(f"slurm-testbed-{v}", marks=[pytest.mark.integration,
                                                         pytest.mark.timeout(900)])
               for v in slurm_matrix() if v != DEFAULT]
+#: The same testbeds reached through slurmrestd (``transport = "rest"``), once per version.
+_REST = [pytest.param(f"slurm-rest-testbed-{v}", marks=[pytest.mark.integration,
+                                                       pytest.mark.timeout(900)])
+         for v in slurm_matrix()]
 
 
 @pytest.fixture(params=[
@@ -92,6 +98,7 @@ _VERSIONED = [pytest.param(f"slurm-testbed-{v}", marks=[pytest.mark.integration,
     pytest.param("slurm-testbed", marks=[pytest.mark.integration, pytest.mark.timeout(900)]),
     pytest.param("oar-testbed", marks=[pytest.mark.integration, pytest.mark.timeout(900)]),
     *_VERSIONED,
+    *_REST,
 ])
 def driver(request: pytest.FixtureRequest,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
@@ -99,6 +106,12 @@ def driver(request: pytest.FixtureRequest,
     if kind == "slurm-testbed":
         tb = request.getfixturevalue("contract_testbed")
         made: Driver = testbed_driver(tb, tmp_path_factory.mktemp("contract"))
+    elif kind.startswith("slurm-rest-testbed-"):
+        version = kind.removeprefix("slurm-rest-testbed-")
+        tb = (request.getfixturevalue("contract_testbed") if version == DEFAULT
+              else _versioned(request, version))
+        made = testbed_driver(tb, tmp_path_factory.mktemp("contract"), rest=True)
+        made.kind = kind
     elif kind.startswith("slurm-testbed-"):
         tb = _versioned(request, kind.removeprefix("slurm-testbed-"))
         made = testbed_driver(tb, tmp_path_factory.mktemp("contract"))

@@ -31,17 +31,19 @@ def test_services_of_the_small_topology(tmp_path: Path) -> None:
     assert "networks" not in doc  # compose makes the project's network; no fixed subnet
 
 
-def test_only_controllers_publish_ssh_on_a_random_loopback_port(tmp_path: Path) -> None:
+def test_only_controllers_publish_ssh_and_slurmrestd_on_random_loopback_ports(
+        tmp_path: Path) -> None:
     services = compose_project(DAS3, "t", "img", tmp_path)["services"]
     published = {n: s["ports"] for n, s in services.items() if "ports" in s}
-    assert published == {f"{s.name}-ctl": ["127.0.0.1::22"] for s in DAS3.sites}
+    assert published == {f"{s.name}-ctl": ["127.0.0.1::22", "127.0.0.1::6820"]
+                         for s in DAS3.sites}
 
 
 def test_controllers_publish_ssh_on_the_ports_chosen_at_bring_up(tmp_path: Path) -> None:
     ports = dict(zip((s.name for s in DAS3.sites), range(40001, 40006), strict=True))
     services = compose_project(DAS3, "t", "img", tmp_path, ports)["services"]
     published = {n: s["ports"] for n, s in services.items() if "ports" in s}
-    assert published == {f"{s.name}-ctl": [f"127.0.0.1:{ports[s.name]}:22"]
+    assert published == {f"{s.name}-ctl": [f"127.0.0.1:{ports[s.name]}:22", "127.0.0.1::6820"]
                          for s in DAS3.sites}
 
 

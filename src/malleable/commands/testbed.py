@@ -12,7 +12,7 @@ from typing import Any
 
 from malleable.errors import InputError
 from malleable.testbed.docker import Docker
-from malleable.testbed.info import TestbedStatus
+from malleable.testbed.info import SiteStatus, TestbedStatus
 from malleable.testbed.runtime import Testbed, list_testbeds
 from malleable.testbed.topology import BUILTIN, load_topology
 from malleable.testbed.versions import check_topology
@@ -60,8 +60,15 @@ def _register_use(tsub: Any) -> None:
     cf = tsub.add_parser("config", help="print the clusters config (TOML) of a testbed",
                          description="Print the clusters config that the manager and the other "
                                      "commands take with --config FILE: per site the SSH "
-                                     "endpoint, user, key, known_hosts and Slurm cluster name.")
+                                     "endpoint, user, key, known_hosts and Slurm cluster name; "
+                                     "with --rest, the Slurm sites' slurmrestd URL and a token "
+                                     "file of the service account instead of SSH.")
     _name(cf)
+    cf.add_argument("--rest", action="store_true",
+                    help="reach the Slurm sites through slurmrestd (transport = \"rest\"): "
+                         "makes a token file per site with `scontrol token`")
+    cf.add_argument("--token-lifespan", type=int, default=86400, metavar="SECONDS",
+                    help="lifetime of the REST tokens (default 86400: a day)")
     cf.set_defaults(func=run_config)
 
 
@@ -153,20 +160,28 @@ def print_status(status: TestbedStatus) -> None:
     table = Table(title=f"testbed {status.name} ({status.topology}): "
                         f"{'up' if status.up else 'NOT READY'}")
     for col in ("site", "kind", "version", "controller", "nodes", "idle", "states", "jobs",
-                "ssh"):
+                "ssh", "rest"):
         table.add_column(col)
     for name, s in status.sites.items():
         ssh = f"{s.endpoint.host}:{s.endpoint.port}" if s.endpoint else "-"
         states = ", ".join(f"{k} {v}" for k, v in s.node_states.items()) or s.error or "-"
         table.add_row(name, s.kind, s.slurm_version or "-",
                       f"{s.controller} ({s.controller_health or s.controller_state})",
-                      str(s.nodes), str(s.idle), states, str(s.jobs), ssh)
+                      str(s.nodes), str(s.idle), states, str(s.jobs), ssh,
+                      _rest_cell(s))
     Console().print(table)
     for c in status.containers:
         if not c.healthy:
             print(f"container {c.hostname}: {c.state}, {c.health or 'no health check'}")
     if not status.containers:
         print("no containers: bring the testbed up again, or take it down")
+
+
+def _rest_cell(s: SiteStatus) -> str:
+    if s.kind != "slurm":
+        return "-"
+    url = s.endpoint.rest_url.removeprefix("http://") if s.endpoint else ""
+    return f"{url} {s.rest}".strip() or "-"
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -189,7 +204,9 @@ def run_exec(args: argparse.Namespace) -> int:
 
 
 def run_config(args: argparse.Namespace) -> int:
-    sys.stdout.write(Testbed(args.name).config_toml())
+    if args.token_lifespan < 60:
+        raise InputError(f"--token-lifespan must be at least 60 s, not {args.token_lifespan}")
+    sys.stdout.write(Testbed(args.name).config_toml(args.rest, args.token_lifespan))
     return 0
 
 

@@ -332,7 +332,9 @@ class SiteService:
                 "idle": view.idle if view else None, "reserve": adapter.reserve,
                 "kind": adapter.kind,
                 "ignored_tags": len(adapter.ignored),
-                "admin_held": sorted(getattr(adapter, "admin_held", ()))}
+                "admin_held": sorted(getattr(adapter, "admin_held", ())),
+                # what the site's transport cannot do, with why (EXPAND over 22.05's REST)
+                "missing": dict(getattr(adapter, "missing", {}))}
 
     def _jobs(self) -> Iterator[dict[str, Any]]:
         for job_id, record in self.manager.job_records().items():

@@ -21,13 +21,23 @@ An OAR site has ``kind = "oar"``, neither ``slurm_cluster`` nor ``partition``, a
 programs that start a database connection each, and took 10-30 s per call on the shared
 2-core machine under load, past the 30 s default (edit the key to change it).
 
+With ``--rest`` (``malleable testbed config --rest``) a Slurm site is reached through its
+slurmrestd instead, with a token file of the service account and no SSH key::
+
+    [clusters.vu]
+    kind = "slurm"
+    transport = "rest"
+    url = "http://127.0.0.1:49154"
+    token_file = "/root/.local/state/malleable/testbeds/default/secrets/rest-vu.token"
+    ...
+
 The manager and the other commands read it with ``--config FILE``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from malleable.testbed.info import SiteEndpoint
 
@@ -40,11 +50,23 @@ def _value(value: str | int) -> str:
     return str(value) if isinstance(value, int) else json.dumps(value)
 
 
-def render_clusters_toml(testbed: str, endpoints: Iterable[SiteEndpoint]) -> str:
+def render_clusters_toml(testbed: str, endpoints: Iterable[SiteEndpoint],
+                         rest_tokens: Mapping[str, str] | None = None) -> str:
+    """The config; a site with an entry in ``rest_tokens`` (its token file) is reached
+    through slurmrestd (``transport = "rest"``, ``url``, ``token_file``), without SSH."""
     lines = [f"# Clusters of the malleable testbed {testbed!r} (malleable testbed config "
              f"--name {testbed}).", "# Regenerated at every bring-up: ports and keys change.", ""]
     for ep in endpoints:
         lines.append(f"[clusters.{ep.site}]")
+        token = (rest_tokens or {}).get(ep.site)
+        if token is not None:
+            for key, value in (("kind", ep.kind), ("transport", "rest"), ("url", ep.rest_url),
+                               ("token_file", token), ("slurm_cluster", ep.slurm_cluster),
+                               ("partition", ep.partition), ("nodes", ep.nodes),
+                               ("controller", ep.controller)):
+                lines.append(f"{key} = {_value(value)}")
+            lines.append("")
+            continue
         names: tuple[tuple[str, str | int], ...] = (("kind", ep.kind),)
         if ep.kind == "slurm":
             names += (("slurm_cluster", ep.slurm_cluster), ("partition", ep.partition))

@@ -39,6 +39,10 @@ LABEL_TESTBED = "org.malleable.testbed"
 LABEL_ROLE = "org.malleable.role"
 #: Label on site containers: the site.
 LABEL_SITE = "org.malleable.site"
+#: slurmrestd's port in a Slurm controller, published on 127.0.0.1 on a port Docker picks
+#: (read back from ``docker inspect``; it may change when the container restarts).
+REST_PORT = 6820
+PUBLISH_REST = "127.0.0.1"
 #: Mount points of the state directory's parts inside the containers.
 SECRETS_MOUNT = "/testbed/secrets"
 ETC_MOUNT = "/testbed/etc"
@@ -136,7 +140,7 @@ def _site_services(site: Site, image: str, name: str, secrets: Path, etc: Path,
         services[host] = svc
     ctl = _service(image, name, "controller", ["controller", site.name], secrets, etc, site.name)
     ctl["hostname"] = site.controller
-    ctl["ports"] = _published(port)
+    ctl["ports"] = [*_published(port), f"{PUBLISH_REST}::{REST_PORT}"]
     ctl["volumes"].append(home)
     ctl["depends_on"] = {DBD_HOST: {"condition": "service_healthy"},
                          **{h: {"condition": "service_started"} for h in site.compute_hosts()}}

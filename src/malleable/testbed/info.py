@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from malleable.testbed.compose import LABEL_ROLE, LABEL_SITE
+from malleable.testbed.compose import LABEL_ROLE, LABEL_SITE, REST_PORT
 
 #: The login user of every testbed container.
 USER = "malleable"
@@ -39,6 +39,8 @@ class Container:
     address: str | None
     ssh_port: int | None
     aliases: tuple[str, ...] = ()
+    rest_port: int | None = None
+    """slurmrestd's port published on the host (a Slurm controller; None otherwise)."""
 
     @property
     def running(self) -> bool:
@@ -67,6 +69,8 @@ class SiteEndpoint:
     partition: str
     compute: tuple[str, ...] = ()
     kind: str = "slurm"
+    rest_url: str = ""
+    """slurmrestd's address on the host (``http://127.0.0.1:PORT``; "" when it has none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +90,9 @@ class SiteStatus:
     kind: str = "slurm"
     slurm_version: str = ""
     """The site's Slurm version as its client reports it (``24.11.5``; empty for OAR)."""
+    rest: str = ""
+    """slurmrestd's health: ``ok (v0.0.40, ...)`` when it answers an authenticated ping, else
+    what is wrong ("" for an OAR site)."""
 
     @property
     def idle(self) -> int:
@@ -136,8 +143,8 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _ssh_port(ports: dict[str, Any] | None) -> int | None:
-    bindings = (ports or {}).get("22/tcp") or []
+def _ssh_port(ports: dict[str, Any] | None, container_port: str = "22/tcp") -> int | None:
+    bindings = (ports or {}).get(container_port) or []
     for binding in bindings:
         port = binding.get("HostPort")
         if port:
@@ -163,6 +170,8 @@ def parse_inspect(text: str) -> list[Container]:
             address=net.get("IPAddress") or None,
             ssh_port=_ssh_port(doc.get("NetworkSettings", {}).get("Ports")),
             aliases=tuple(a for a in (net.get("Aliases") or []) if a != doc["Id"][:12]),
+            rest_port=_ssh_port(doc.get("NetworkSettings", {}).get("Ports"),
+                                f"{REST_PORT}/tcp"),
         ))
     return out
 

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -31,6 +32,8 @@ from malleable.testbed.versions import DEFAULT as DEFAULT_SLURM
 logger = logging.getLogger(__name__)
 
 PROJECT_LABEL = "com.docker.compose.project"
+#: Seconds a testbed's REST token is valid (``testbed config --rest``): a day.
+REST_TOKEN_LIFESPAN = 86400
 
 
 def list_testbeds(docker: Docker | None = None) -> dict[str, dict[str, int]]:
@@ -138,18 +141,52 @@ class Testbed:
                 key=str(self.state.secrets / "id_ed25519"),
                 known_hosts=str(self.state.secrets / "known_hosts"),
                 nodes=site.nodes, partition=PARTITION if slurm else "",
-                compute=tuple(site.compute_hosts()), kind=site.kind)
+                compute=tuple(site.compute_hosts()), kind=site.kind,
+                rest_url=(f"http://{info.PUBLISH_HOST}:{ctl.rest_port}"
+                          if slurm and ctl.rest_port else ""))
         return out
 
-    def config_toml(self) -> str:
-        """The clusters config (TOML) of this testbed; ExternalError if a site is down."""
+    def rest_token(self, site: str, lifespan: int = REST_TOKEN_LIFESPAN) -> Path:
+        """A JWT of the service account for ``site``'s slurmrestd, made in its controller with
+        ``scontrol token`` (as root: only root and SlurmUser may issue tokens for another
+        user), written to the state directory's secrets (mode 0600; renewed by calling this
+        again). ExternalError if Slurm refuses."""
+        result = self.exec(site, ["scontrol", "token", f"username={info.USER}",
+                                  f"lifespan={int(lifespan)}"], timeout=30)
+        token = result.stdout.strip().removeprefix("SLURM_JWT=")
+        if not result.ok or not token or any(c.isspace() for c in token):
+            raise ExternalError(f"scontrol token on {site} failed: "
+                                f"{(result.stderr or result.stdout).strip()[:200]}")
+        path = self.state.secrets / f"rest-{site}.token"
+        tmp = path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(token + "\n")
+        os.replace(tmp, path)
+        return path
+
+    def config_toml(self, rest: bool = False,
+                    token_lifespan: int = REST_TOKEN_LIFESPAN) -> str:
+        """The clusters config (TOML) of this testbed; ExternalError if a site is down.
+        With ``rest``, its Slurm sites are reached through slurmrestd (a fresh token file
+        each, :meth:`rest_token`) and hold no SSH key."""
         rec = self.record()
         eps = self.endpoints()
         missing = [s.name for s in rec.topology.sites if s.name not in eps]
         if missing:
             raise ExternalError(f"site(s) {', '.join(missing)} of testbed {self.name!r} are not "
                                 f"running; see: malleable testbed status --name {self.name}")
-        return clusters.render_clusters_toml(self.name, eps.values())
+        tokens: dict[str, str] = {}
+        if rest:
+            for ep in eps.values():
+                if ep.kind != "slurm":
+                    continue
+                if not ep.rest_url:
+                    raise ExternalError(f"site {ep.site} of testbed {self.name!r} publishes no "
+                                        "slurmrestd port (brought up by an older version? "
+                                        "take it down and up again)")
+                tokens[ep.site] = str(self.rest_token(ep.site, token_lifespan))
+        return clusters.render_clusters_toml(self.name, eps.values(), tokens)
 
     def site_status(self, site: str, ctl: Container | None, nodes: int,
                     endpoint: SiteEndpoint | None, kind: str = "slurm") -> SiteStatus:
@@ -166,7 +203,21 @@ class Testbed:
         return SiteStatus(site, ctl.hostname, ctl.state, ctl.health, nodes,
                           info.count_states(info.parse_sinfo(sinfo.stdout)),
                           len(info.parse_squeue(squeue.stdout)), endpoint, error,
-                          slurm_version=info.parse_version(version.stdout) if version.ok else "")
+                          slurm_version=info.parse_version(version.stdout) if version.ok else "",
+                          rest=self.rest_health(site, endpoint))
+
+    def rest_health(self, site: str, endpoint: SiteEndpoint | None) -> str:
+        """slurmrestd's health: ``ok (vX)`` when it answers a ping with a short-lived token
+        of the service account, else what is wrong (never raises)."""
+        if endpoint is None or not endpoint.rest_url:
+            return "no published port"
+        from malleable.adapters.slurm.rest import rest_health
+
+        token = self.exec(site, ["scontrol", "token", f"username={info.USER}", "lifespan=60"],
+                          timeout=30)
+        if not token.ok:
+            return f"no token: {token.stderr.strip()[:120]}"
+        return rest_health(endpoint.rest_url, token.stdout.strip().removeprefix("SLURM_JWT="))
 
     def _oar_status(self, site: str, ctl: Container, nodes: int,
                     endpoint: SiteEndpoint | None) -> SiteStatus:

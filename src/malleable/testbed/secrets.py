@@ -2,7 +2,8 @@
 
 ``secrets/`` holds the munge key shared by every daemon, one SSH host key shared by the
 testbed's containers, the user key of the ``malleable`` login, the key of OAR's ``oar``
-user, the accounting database password, and the ``known_hosts`` file that pins the host
+user, the accounting database password, the JWT key of slurmctld and slurmdbd (slurmrestd's
+tokens), and the ``known_hosts`` file that pins the host
 key to every name and address a client may use (OAR's nodes also as ``[NODE]:6667``).
 """
 
@@ -22,6 +23,10 @@ USER_KEY = "id_ed25519"
 #: The key of OAR's ``oar`` user (server to nodes), generated per testbed.
 OAR_KEY = "oar_id_ed25519"
 DB_PASS = "dbpass"
+#: The HS256 key slurmctld and slurmdbd check slurmrestd's JWTs with (``scontrol token``).
+JWT_KEY = "jwt_hs256.key"
+#: Bytes of the JWT key (Slurm's documentation makes one of 32 random bytes).
+JWT_KEY_BYTES = 32
 KNOWN_HOSTS = "known_hosts"
 #: Bytes of a munge key (munge's own default).
 MUNGE_KEY_BYTES = 1024
@@ -53,6 +58,7 @@ def generate(directory: Path, testbed: str) -> None:
     os.chmod(directory, 0o711)
     _write(directory / MUNGE_KEY, _random.token_bytes(MUNGE_KEY_BYTES), 0o600)
     _write(directory / DB_PASS, _random.token_urlsafe(24).encode(), 0o600)
+    _write(directory / JWT_KEY, _random.token_bytes(JWT_KEY_BYTES), 0o600)
     for name, comment in ((HOST_KEY, f"testbed-{testbed}-host"),
                           (USER_KEY, f"malleable@testbed-{testbed}"),
                           (OAR_KEY, f"oar@testbed-{testbed}")):

@@ -149,10 +149,22 @@ class SlurmCluster:
     """One entry per managed job found on dead nodes: its job, Slurm id, the dead nodes,
     and what was done (``shed`` with the resize's outcome, or why not)."""
     _lost: set[tuple[int, str]] = field(default_factory=set)
+    missing: dict[str, str] = field(default_factory=dict)
+    """Capabilities the transport cannot give on this site (``EXPAND``), with why."""
 
     def __post_init__(self) -> None:
         if self.resizer is None:
             self.resizer = Resizer(self.ctl, run_tag=self.run_id)
+        try:  # a transport that cannot do something declares it absent (REST on 22.05)
+            missing = self.ctl.missing()
+        except ExternalError as exc:
+            logger.warning("%s: cannot ask what the transport supports (%s); every "
+                           "capability stays declared", self.name, exc)
+            missing = {}
+        for capability, why in missing.items():
+            logger.warning("%s: no %s: %s", self.name, capability, why)
+            self.capabilities = self.capabilities - {Capability[capability]}
+        self.missing = dict(missing)
         self._poll = SharedPoll(lambda: self.refresh())  # looked up at each call
 
     # ------------------------------------------------------------ observing

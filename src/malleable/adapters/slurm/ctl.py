@@ -73,6 +73,11 @@ class SlurmCtl:
         self.user = user
         """The user the commands run as (None: not known)."""
 
+    def missing(self) -> dict[str, str]:
+        """What this transport cannot do on this site, by capability name (``EXPAND``), with
+        why; {} for commands (they can do everything). May ask the site (ExternalError)."""
+        return {}
+
     def _run(self, argv: Sequence[str], *, check: bool = True, input: str | None = None,
              timeout: float | None = None) -> Result:
         return self.runner.run(argv, timeout or self.timeout, check=check, input=input)

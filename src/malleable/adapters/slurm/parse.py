@@ -112,6 +112,14 @@ class SlurmJob:
     end_time: float | None = None
     batch_host: str = ""
     """The node that runs the batch script (it dies with that node; "" when unknown)."""
+    account: str = ""
+    qos: str = ""
+    reservation: str = ""
+    time_limit: int | None = None
+    """Minutes (None: unlimited or not shown)."""
+    time_left: float | None = None
+    """Seconds the job has left before its time limit, when the output says it without a
+    clock (``scontrol``: TimeLimit - RunTime); None otherwise (see :func:`time_left`)."""
 
     @property
     def state(self) -> JobState:
@@ -191,10 +199,14 @@ def _text(value: Any) -> str:
 
 def parse_squeue_json(text: str) -> list[SlurmJob]:
     """Jobs of ``squeue --json``."""
-    data = _load(text, "squeue --json")
+    return squeue_jobs(_load(text, "squeue --json"), "squeue --json")
+
+
+def squeue_jobs(data: Mapping[str, Any], what: str = "squeue --json") -> list[SlurmJob]:
+    """Jobs of an already decoded ``squeue --json`` document (or slurmrestd's ``GET jobs``)."""
     jobs = data.get("jobs")
     if not isinstance(jobs, list):
-        raise ParseError("squeue --json: no 'jobs' list")
+        raise ParseError(f"{what}: no 'jobs' list")
     return [_json_job(j) for j in jobs]
 
 
@@ -210,17 +222,38 @@ def _json_job(raw: Mapping[str, Any]) -> SlurmJob:
         user=_text(raw.get("user_name")), partition=_text(raw.get("partition")),
         reason=_text(raw.get("state_reason")), submit_time=_time(raw.get("submit_time")),
         start_time=_time(raw.get("start_time")), end_time=_time(raw.get("end_time")),
-        batch_host=_text(raw.get("batch_host")))
+        batch_host=_text(raw.get("batch_host")), account=_text(raw.get("account")),
+        qos=_text(raw.get("qos")), reservation=_text(raw.get("resv_name")),
+        time_limit=_limit(raw.get("time_limit")))
+
+
+def _limit(value: Any) -> int | None:
+    minutes = _number(value)
+    return None if minutes is None or minutes <= 0 else int(minutes)
+
+
+def time_left(job: SlurmJob, now: float) -> float | None:
+    """Seconds ``job`` has left before its time limit at epoch ``now`` (None: unlimited or
+    unknown): what scontrol said, else its start plus its limit."""
+    if job.time_left is not None:
+        return job.time_left
+    if job.time_limit is None or job.start_time is None:
+        return None
+    return job.start_time + job.time_limit * 60.0 - now
 
 
 def parse_sinfo_json(text: str) -> list[SlurmNode]:
     """Nodes of ``sinfo --json`` (one entry per node; duplicates merged by name)."""
-    data = _load(text, "sinfo --json")
+    return sinfo_nodes(_load(text, "sinfo --json"), "sinfo --json")
+
+
+def sinfo_nodes(data: Mapping[str, Any], what: str = "sinfo --json") -> list[SlurmNode]:
+    """Nodes of an already decoded ``sinfo --json`` document (or slurmrestd's ``GET nodes``)."""
     raw_nodes = data.get("nodes")
     if raw_nodes is None and isinstance(data.get("sinfo"), list):  # 23.11+ layout
         raw_nodes = [entry for item in data["sinfo"] for entry in _sinfo_entries(item)]
     if not isinstance(raw_nodes, list):
-        raise ParseError("sinfo --json: no 'nodes' list")
+        raise ParseError(f"{what}: no 'nodes' list")
     nodes: dict[str, SlurmNode] = {}
     for raw in raw_nodes:
         node = _json_node(raw)
@@ -291,7 +324,34 @@ def _scontrol_job(p: Mapping[str, str]) -> SlurmJob:
         state_raw=p.get("JobState", ""), nodes=_int(nodes, "NumNodes") if nodes else 0,
         node_list="" if node_list == "(null)" else node_list,
         comment=_null(p.get("Comment", "")), user=user, partition=p.get("Partition", ""),
-        reason=p.get("Reason", ""), batch_host=_null(p.get("BatchHost", "")))
+        reason=p.get("Reason", ""), batch_host=_null(p.get("BatchHost", "")),
+        account=_null(p.get("Account", "")), qos=_null(p.get("QOS", "")),
+        reservation=_null(p.get("Reservation", "")),
+        time_limit=_duration_minutes(p.get("TimeLimit", "")),
+        time_left=_left(p.get("TimeLimit", ""), p.get("RunTime", "")))
+
+
+_DURATION = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)$")
+
+
+def duration_seconds(text: str) -> int | None:
+    """Seconds of a Slurm duration (``[D-]HH:MM:SS``, ``MM:SS``); None for UNLIMITED and
+    anything else."""
+    match = _DURATION.match(text.strip())
+    if match is None:
+        return None
+    days, hours, minutes, seconds = (int(g) if g else 0 for g in match.groups())
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+def _duration_minutes(text: str) -> int | None:
+    seconds = duration_seconds(text)
+    return None if seconds is None else seconds // 60
+
+
+def _left(limit: str, run: str) -> float | None:
+    total, used = duration_seconds(limit), duration_seconds(run)
+    return None if total is None or used is None else float(total - used)
 
 
 def _null(value: str) -> str:

@@ -5,7 +5,9 @@
   ones go first and the batch host stays (``NumNodes=N`` keeps the first N nodes of the
   job, dead or not).
 * **Expand** (``SchedulerParameters=permit_job_expansion``): a helper allocation
-  with no steps, ``salloc --no-shell -N K --dependency=expand:X``; then, in the same
+  with no steps, ``salloc --no-shell -N K --dependency=expand:X``, charged like X (its
+  account, partition, QoS, reservation) and limited to the time X has left
+  (:func:`helper_charge`); then, in the same
   remote call as a check that X still runs, ``scontrol update JobId=H NumNodes=0`` hands
   its nodes to X; ``scancel H``, and
   ``scontrol update JobId=X NumNodes=ALL`` takes them up.
@@ -33,7 +35,7 @@ from malleable.adapters.outcomes import Outcome as Outcome  # re-exported (its o
 from malleable.adapters.outcomes import ResizeResult as ResizeResult
 from malleable.adapters.shell import CommandError
 from malleable.adapters.slurm.ctl import HANDOVER_ENDED, SlurmCtl
-from malleable.adapters.slurm.parse import SlurmJob
+from malleable.adapters.slurm.parse import SlurmJob, time_left
 from malleable.errors import ExternalError
 from malleable.model import JobState
 
@@ -57,6 +59,8 @@ class Resizer:
     settle: float = 2.0
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
+    wall: Callable[[], float] = time.time
+    """Epoch seconds (a job's time left, from its start and limit)."""
     _last_shrink: dict[int, float] = field(default_factory=dict)
     _levels: dict[str, str] = field(default_factory=dict)
 
@@ -131,10 +135,13 @@ class Resizer:
         extra = target - job.nodes
         if extra < 1:
             return self._refused(job, target, began, f"cannot expand {job.nodes} to {target}")
+        charge = helper_charge(job, self.wall())
+        if isinstance(charge, str):
+            return self._refused(job, target, began, charge)
         self._wait_rejoin_gap(job_id)
         tag = meta.encode(meta.Tag(self.run_tag, helper_for=job_id))
         options = ["--exclusive", f"--dependency=expand:{job_id}", "--job-name=m.helper",
-                   f"--comment={tag}"]
+                   f"--comment={tag}", *charge]
         try:
             helper = self.ctl.allocate(extra, options, self.expand_wait)
         except CommandError as exc:  # salloc hung past its own limit
@@ -281,6 +288,24 @@ class Resizer:
     def _refused(self, job: SlurmJob, target: int, began: float, reason: str) -> ResizeResult:
         return ResizeResult(job.job_id, job.nodes, target, job.nodes, Outcome.REFUSED, reason,
                             self.clock() - began, nodes_after=job.node_list)
+
+
+def helper_charge(job: SlurmJob, now: float) -> list[str] | str:
+    """The options that make an expansion's helper allocation a good citizen: charged like
+    its job (its account, partition, QoS and reservation) and ending no later than it (a
+    time limit of the whole minutes the job has left). A reason instead when the job has
+    less than a minute left (no helper can fit)."""
+    options = [f"--{flag}={value}" for flag, value in
+               (("account", job.account), ("partition", job.partition), ("qos", job.qos),
+                ("reservation", job.reservation)) if value]
+    left = time_left(job, now)
+    if left is not None:
+        minutes = int(left // 60)
+        if minutes < 1:
+            return (f"job {job.job_id} has {max(0, int(left))} s left before its time limit: "
+                    "no helper allocation fits")
+        options.append(f"--time={minutes}")
+    return options
 
 
 def keep_nodes(job: SlurmJob, target: int, avoid: Collection[str]) -> list[str] | None:

@@ -1,4 +1,4 @@
-"""From a configured site to the Slurm commands that reach it (SSH or local)."""
+"""From a configured site to the Slurm commands that reach it (SSH, local or REST)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,11 @@ def runner_for(site: SiteConfig) -> CommandRunner:
 
 
 def ctl_for(site: SiteConfig, runner: CommandRunner | None = None) -> SlurmCtl:
-    """The site's Slurm commands, with its partition, command timeout and user."""
+    """The site's Slurm commands, with its partition, command timeout and user: over
+    slurmrestd for a site with ``transport = "rest"`` (:mod:`~.rest`; no SSH at all)."""
+    if site.rest is not None and runner is None:
+        from malleable.adapters.slurm.rest import rest_ctl_for
+
+        return rest_ctl_for(site.rest, site.command_timeout, site.partition)
     user = getpass.getuser() if site.ssh is None else site.ssh.user
     return SlurmCtl(runner or runner_for(site), site.command_timeout, site.partition, user)
