@@ -41,7 +41,7 @@ from malleable.testbed.images import ensure_base, image_id
 from tests.fakes.waits import wait_for
 from tests.integration.release import REPO, build_release
 
-pytestmark = [pytest.mark.integration]
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ANSIBLE = REPO / "ansible"
 CA_BUNDLE = Path(os.environ.get("MALLEABLE_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt"))
