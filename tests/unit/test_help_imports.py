@@ -52,3 +52,11 @@ def test_help_imports_no_heavy_library(argv: list[str]) -> None:
                           text=True, timeout=120, check=False, env=env)
     assert "usage: malleable" in done.stdout, done.stderr
     assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr
+
+
+def test_the_benchmark_times_the_same_commands() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from benchmarks import bench_help
+
+    assert bench_help.commands(build_parser()) == COMMANDS
+    assert 0 < bench_help.cpu(["-c", "pass"], 1) < 10
