@@ -54,3 +54,21 @@ def read_text(path: str | Path, what: str = "file") -> str:
         line = data[:exc.start].count(b"\n") + 1
         raise InputError(f"not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line})",
                          source=str(path)) from None
+
+
+class MissingExtraError(ExternalError):
+    """A library of an optional extra is not installed. Exit code 3."""
+
+
+def require_extra(module: str, extra: str, purpose: str) -> None:
+    """Raise :class:`MissingExtraError` (one line naming the extra to install) when
+    ``module`` cannot be imported; ``purpose`` says what needed it (README, "Install")."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise MissingExtraError(f"{purpose} needs {module}, which is not installed: "
+                                f"pip install 'malleable[{extra}]'")

@@ -31,6 +31,7 @@ import pytest
 from malleable.testbed import SMALL, Docker, Testbed
 from malleable.testbed.images import ensure_base, image_id
 from tests.fakes.waits import wait_for
+from tests.integration.release import build_release
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 logger = logging.getLogger(__name__)
@@ -86,24 +87,6 @@ def _recap(stdout: str) -> dict[str, dict[str, int]]:
     return recap
 
 
-def _build_wheel(dest: Path, version_suffix: str = "") -> Path:
-    """A wheel of this checkout (copied first, so that the build leaves the tree clean)."""
-    src = dest / "src-copy"
-    shutil.copytree(REPO / "src", src / "src", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(REPO / name, src / name)
-    if version_suffix:
-        project = (src / "pyproject.toml").read_text()
-        project = re.sub(r'(?m)^version = "([^"]+)"', rf'version = "\g<1>{version_suffix}"',
-                         project, count=1)
-        (src / "pyproject.toml").write_text(project)
-    subprocess.run(["python3", "-m", "pip", "wheel", "--quiet", "--no-deps", "-w",
-                    str(dest), str(src)], check=True, timeout=600, capture_output=True)
-    shutil.rmtree(src)
-    (wheel,) = dest.glob("malleable-*.whl")
-    return wheel
-
-
 def _node_image(docker: Docker) -> str:
     """The local base image plus python3 (a cached layer; no registry)."""
     base = ensure_base(docker)
@@ -156,8 +139,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     tmp = tmp_path_factory.mktemp("ansible")
     timings: dict[str, float] = {}
     start = time.monotonic()
-    wheel = _build_wheel(tmp / "wheel")
-    upgrade = _build_wheel(tmp / "upgrade", "+upgrade1")
+    wheel = build_release(tmp / "wheel")
+    upgrade = build_release(tmp / "upgrade", "+upgrade1")
     image = _node_image(docker)
     timings["images_and_wheels"] = time.monotonic() - start
     run = f"mall-ansible-{uuid.uuid4().hex[:8]}"

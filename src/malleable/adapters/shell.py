@@ -27,12 +27,13 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
-
-import paramiko
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from malleable.config import SSHTarget
-from malleable.errors import ExternalError
+from malleable.errors import ExternalError, require_extra
+
+if TYPE_CHECKING:  # loaded by SSHRunner (the `service` extra): a local runner needs none
+    import paramiko
 
 logger = logging.getLogger(__name__)
 
@@ -148,19 +149,20 @@ def _kill(child: subprocess.Popen[str]) -> tuple[str, str]:
 # ----------------------------------------------------------------------------- SSH
 
 
-class _AliasPolicy(paramiko.MissingHostKeyPolicy):
-    """Accept the server's key only if known_hosts pins it to ``alias``."""
+def _alias_policy(known: paramiko.HostKeys, alias: str) -> paramiko.MissingHostKeyPolicy:
+    """A policy that accepts the server's key only if known_hosts pins it to ``alias``."""
+    import paramiko
 
-    def __init__(self, known: paramiko.HostKeys, alias: str) -> None:
-        self.known, self.alias = known, alias
+    class AliasPolicy(paramiko.MissingHostKeyPolicy):
+        def missing_host_key(self, client: paramiko.SSHClient, hostname: str,
+                             key: paramiko.PKey) -> None:
+            pinned = known.lookup(alias)
+            if pinned is None or key.get_name() not in pinned:
+                raise paramiko.SSHException(f"{alias} not found in known_hosts")
+            if pinned[key.get_name()] != key:
+                raise paramiko.BadHostKeyException(hostname, key, pinned[key.get_name()])
 
-    def missing_host_key(self, client: paramiko.SSHClient, hostname: str,
-                         key: paramiko.PKey) -> None:
-        pinned = self.known.lookup(self.alias)
-        if pinned is None or key.get_name() not in pinned:
-            raise paramiko.SSHException(f"{self.alias} not found in known_hosts")
-        if pinned[key.get_name()] != key:
-            raise paramiko.BadHostKeyException(hostname, key, pinned[key.get_name()])
+    return AliasPolicy()
 
 
 #: Commands one SSH connection serves before it is replaced by a new one (between two
@@ -182,6 +184,9 @@ class SSHRunner:
     def __init__(self, target: SSHTarget,
                  missing_host_key: paramiko.MissingHostKeyPolicy | None = None,
                  max_channels: int = MAX_CHANNELS) -> None:
+        require_extra("paramiko", "service", f"ssh {target.label}")
+        import paramiko
+
         self.target = target
         self.max_channels = max_channels
         self._policy = missing_host_key or paramiko.RejectPolicy()
@@ -225,6 +230,8 @@ class SSHRunner:
                 self._in_flight -= 1
 
     def _open(self) -> paramiko.SSHClient:
+        import paramiko
+
         t = self.target
         client = paramiko.SSHClient()
         try:
@@ -236,7 +243,7 @@ class SSHRunner:
             client.load_host_keys(str(t.known_hosts))
             client.set_missing_host_key_policy(self._policy)
         else:  # no key under [host]:port: every key is checked against the alias's
-            client.set_missing_host_key_policy(_AliasPolicy(known, t.host_key_alias))
+            client.set_missing_host_key_policy(_alias_policy(known, t.host_key_alias))
         try:
             client.connect(t.host, port=t.port, username=t.user, key_filename=str(t.key),
                            timeout=t.connect_timeout, banner_timeout=t.connect_timeout,
@@ -280,6 +287,8 @@ class SSHRunner:
 
     def run(self, argv: Sequence[str], timeout: float, *, input: str | None = None,
             check: bool = True) -> Result:
+        import paramiko
+
         args = _validate(argv, timeout)
         deadline = time.monotonic() + timeout
         command = shlex.join(args)
@@ -302,6 +311,8 @@ class SSHRunner:
 
     def _exchange(self, channel: paramiko.Channel, command: str, input: str | None,
                   args: list[str], deadline: float, timeout: float) -> Result:
+        import paramiko
+
         try:
             channel.settimeout(_left(deadline))
             channel.exec_command(command)

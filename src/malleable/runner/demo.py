@@ -26,14 +26,28 @@ logger = logging.getLogger(__name__)
 EXAMPLES = ("jacobi", "cg", "nbody", "fft")
 
 
+def example_dirs() -> list[Path]:
+    """Where the example programs are looked for, in order: ``examples/`` of the checkout
+    malleable runs from, then ``share/malleable/examples`` of the installation (a wheel
+    puts them there: pyproject.toml's data-files), under its prefix or the user's base."""
+    import site
+    import sys
+
+    dirs = [Path(malleable.__file__).resolve().parents[2] / "examples"]
+    for prefix in (sys.prefix, site.getuserbase()):
+        dirs.append(Path(prefix) / "share" / "malleable" / "examples")
+    return dirs
+
+
 def example_source(name: str) -> tuple[str, str]:
-    """(file name, text) of ``examples/NAME.py`` in the checkout malleable runs from."""
-    root = Path(malleable.__file__).resolve().parents[2] / "examples"
-    path = root / f"{name}.py"
-    if not path.is_file():
-        raise InputError(f"example {name!r} not found in {root}: run from a checkout of "
-                         "malleable, or pass --program FILE")
-    return path.name, path.read_text()
+    """(file name, text) of the example program ``NAME.py`` (:func:`example_dirs`)."""
+    dirs = example_dirs()
+    for root in dirs:
+        path = root / f"{name}.py"
+        if path.is_file():
+            return path.name, path.read_text()
+    raise InputError(f"example {name!r} not found in {', '.join(map(str, dirs))}: "
+                     "reinstall malleable, or pass --program FILE")
 
 
 def parse_schedule(text: str) -> list[int]:

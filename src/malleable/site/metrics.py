@@ -25,8 +25,17 @@ from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
-from prometheus_client.exposition import MetricsHandler
+from malleable.errors import require_extra
+
+require_extra("prometheus_client", "service", "the site service")  # one line, not a traceback
+from prometheus_client import (  # noqa: E402
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+)
+from prometheus_client.exposition import MetricsHandler  # noqa: E402
 
 _BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 

@@ -14,8 +14,11 @@ import secrets as _random
 from collections.abc import Iterable
 from pathlib import Path
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from malleable.errors import require_extra
+
+require_extra("cryptography", "testbed", "the testbed")  # one line, not a traceback
+from cryptography.hazmat.primitives import serialization  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
 
 MUNGE_KEY = "munge.key"
 HOST_KEY = "ssh_host_ed25519_key"

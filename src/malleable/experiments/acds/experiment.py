@@ -22,7 +22,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from malleable import argtypes
 from malleable.errors import InputError
 from malleable.experiments import executor as executors
-from malleable.experiments.acds.figures import FILES, draw_all
 from malleable.experiments.acds.markdown import Regime, markdown, regime_label
 from malleable.experiments.acds.plan import Results, Settings, chunks, run_all
 from malleable.experiments.acds.report import key_numbers, verdicts
@@ -116,6 +115,8 @@ def contention_settings(args: argparse.Namespace, settings: Settings) -> Setting
 
 
 def run(args: argparse.Namespace) -> int:
+    from malleable.experiments.acds.figures import FILES  # matplotlib: only when run
+
     settings = settings_from(args)
     extra = contention_settings(args, settings)
     sweeps = [settings] if extra is None else [settings, extra]
@@ -148,6 +149,8 @@ def _write(results: list[Results], sweeps: list[Settings], elapsed: float, out: 
     (the steps of the second bar, so that the bars are full only once every file is
     written); summary.json's content. A second sweep (``--contention``) has its figures
     in ``out/contention`` and its numbers under ``"contention"``."""
+    from malleable.experiments.acds.figures import draw_all  # matplotlib: only to draw
+
     numbers = [key_numbers(r, s) for r, s in zip(results, sweeps, strict=True)]
     payload = _payload(numbers[0], sweeps[0], elapsed)
     draw_all(results[0], sweeps[0], out, lambda name: step(f"drew {name}"))

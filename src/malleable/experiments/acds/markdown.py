@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from malleable.experiments.acds.figures import FILES
 from malleable.experiments.acds.plan import Settings
 from malleable.experiments.acds.report import PAPER, Verdict, verdicts
 
@@ -48,6 +47,8 @@ def _verdict_rows(num: dict[str, Any], s: Settings) -> list[list[str]]:
 
 
 def _fig_sections(num: dict[str, Any], s: Settings) -> list[str]:
+    from malleable.experiments.acds.figures import FILES  # matplotlib: not for --help
+
     lines: list[str] = []
     for fig in ("fig4", "fig5", "fig6", "fig7", "fig8"):
         lines += ["", f"### {fig.replace('fig', 'Fig. ')} ({FILES[fig]})", "",

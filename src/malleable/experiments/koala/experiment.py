@@ -26,7 +26,6 @@ from malleable.experiments import executor as executors
 from malleable.experiments.koala import real_load, sweep
 from malleable.experiments.koala import stats as st
 from malleable.experiments.koala.findings import FINDINGS, evaluate
-from malleable.experiments.koala.plots import draw_figure
 from malleable.experiments.koala.report import write_report
 from malleable.experiments.koala.runs import (
     COMBOS,
@@ -143,6 +142,8 @@ def _run_and_draw(tasks: list[Task], seeds: tuple[int, ...], variants: list[str]
                             description=f"{variant.name} {combo.key} seed {seed}")
 
         results = run_all(tasks, seeds, advance, executor=executor)
+        from malleable.experiments.koala.plots import draw_figure  # matplotlib: only to draw
+
         for figure, variant in drawings:
             progress.update(bar, description=f"drawing Fig. {figure} ({variant})")
             draw_figure(results, figure, out, variant)
