@@ -36,7 +36,14 @@ _SHARED_GROUPS = {
 
 #: Measured seconds per group (setup + call + teardown, a parallel run at load ~4-8), used
 #: only to start the long groups first; a group not listed counts as 60 s.
-EXPECTED_SECONDS: dict[str, float] = {}
+EXPECTED_SECONDS: dict[str, float] = {
+    "test_manager_run": 380, "slurm-matrix": 350, "local": 330, "test_oar_serve_mpi": 320,
+    "contract": 300, "test_app_testbed": 200, "test_site_service": 200,
+    "test_site_outage": 170, "test_kill_points": 150, "test_site_faults": 150,
+    "test_ansible": 150, "test_oar_dead_node": 120, "test_node_failure": 110,
+    "test_oar_mixed": 110, "test_mixed_serve": 110, "test_oar_agent": 100,
+    "test_slurm_clients": 100, "test_oar_run_restart": 90, "test_oar_mpi": 90,
+}
 
 CI_PARTS = ("all", "shared", "alone")
 
