@@ -92,7 +92,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if dropped:
             config.hook.pytest_deselected(items=dropped)
         items[:] = keep
-    if config.getoption("dist", "no") == "loadgroup":
+    # xdist's workers see --dist as "no", and its "loadgroup" option instead
+    if getattr(config.option, "loadgroup", False) or config.getoption("dist", "no") == "loadgroup":
         groups = {id(i): ci_group(_path(i)) for i in items}
         for item in items:
             item.add_marker(pytest.mark.xdist_group(groups[id(item)]))
