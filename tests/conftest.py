@@ -34,8 +34,9 @@ _SHARED_GROUPS = {
     "tests/integration/test_slurm_versions.py": "slurm-matrix",
 }
 
-#: Measured seconds per group (setup + call + teardown, a parallel run at load ~4-8), used
-#: only to start the long groups first; a group not listed counts as 60 s.
+#: Estimated seconds per group (from the ci9-ci13 notes' one-module measurements; not yet
+#: from a whole parallel run), used only to start the long groups first: a wrong figure
+#: costs wall time, never a test. A group not listed counts as 60 s.
 EXPECTED_SECONDS: dict[str, float] = {
     "test_manager_run": 380, "slurm-matrix": 350, "local": 330, "test_oar_serve_mpi": 320,
     "contract": 300, "test_app_testbed": 200, "test_site_service": 200,
