@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -21,6 +22,7 @@ EXAMPLES = ROOT / "examples"
 PROGRAMS = ROOT / "tests" / "mpi" / "programs"
 MPIRUN = shutil.which("mpirun")
 TIMEOUT = 180.0
+logger = logging.getLogger(__name__)
 STACKS = Path(__file__).resolve().parent / "stacks"
 """A ``sitecustomize`` that makes SIGUSR1 print a Python process's stacks."""
 #: Where a parent set waits when Open MPI's spawn hangs: the intermittent hang of Open
@@ -107,14 +109,50 @@ class Hung(pytest.fail.Exception):  # type: ignore[misc,name-defined]
         super().__init__(msg=msg, pytrace=False)
 
 
-def dump_stacks(proc: subprocess.Popen[str], wait: float = 3.0) -> None:
+#: How a Python process's stack dump starts (faulthandler, one per process and signal).
+_DUMP = b"Current thread 0x"
+
+
+def dump_stacks(proc: subprocess.Popen[str], wait: float = 30.0, quiet: float = 0.5) -> None:
     """Ask every process of a hung run for its Python stacks (SIGUSR1 to the session;
-    mpirun forwards it to the ranks too) and give them ``wait`` seconds to print."""
+    mpirun forwards it to the ranks too) and wait until every Python process of the run
+    has printed them (and nothing more came for ``quiet`` seconds), ``wait`` seconds at
+    most. The output read meanwhile stays with ``proc`` for its ``communicate()``.
+
+    Not a fixed pause: the dumps pass through mpirun's output forwarding, which a loaded
+    machine delays (a fixed 3 s here lost them now and then: issue 37's note)."""
+    expected = len(_python_processes(proc.pid))
     try:
         os.killpg(proc.pid, signal.SIGUSR1)
     except ProcessLookupError:
         return
-    time.sleep(wait)
+    deadline = time.monotonic() + wait
+    seen, seen_at = b"", time.monotonic()
+    while time.monotonic() < deadline:
+        try:
+            proc.communicate(timeout=0.1)
+            return  # it ended: everything it printed is read
+        except subprocess.TimeoutExpired as partial:
+            out = partial.output if isinstance(partial.output, bytes) else b""
+        if out != seen:
+            seen, seen_at = out, time.monotonic()
+        elif seen.count(_DUMP) >= max(expected, 1) and time.monotonic() - seen_at >= quiet:
+            return
+    logger.warning("stacks: %d of %d dumps after %.0f s", seen.count(_DUMP), expected, wait)
+
+
+def _python_processes(session: int) -> list[int]:
+    """The Python processes (the ranks and any spawned ones) of the session ``session``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            argv0 = (stat.parent / "cmdline").read_bytes().split(b"\0", 1)[0]
+            if int(fields[3]) == session and Path(argv0.decode()).name.startswith("python"):
+                found.append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue  # it ended meanwhile
+    return found
 
 
 def stop(proc: subprocess.Popen[str]) -> None:
@@ -134,19 +172,37 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 def run(n: int, script: Path, *args: str, cwd: Path, timeout: float = TIMEOUT,
-        env: dict[str, str] | None = None) -> str:
+        env: dict[str, str] | None = None, hangs_after: str | None = None) -> str:
     """Run to the end. A run that hangs in Open MPI's spawn (``SPAWN_HANG``, told by the
     stacks, or aborted by the library's spawn watchdog) is run once more, with a warning
     that carries that output; a hang anywhere else, or a second spawn hang, fails the
-    test."""
+    test.
+
+    ``hangs_after`` (a test program's marker, relative to ``cwd``): ``timeout`` counts from
+    when the run writes that file, the moment it starts to hang on purpose, not from its
+    start (which a loaded machine slows); a run that does not write it has ``TIMEOUT``."""
     try:
-        return finish(start(n, script, *args, cwd=cwd, env=env), timeout)
+        return _finish(start(n, script, *args, cwd=cwd, env=env), timeout, cwd, hangs_after)
     except Hung as hung:
         if not (SPAWN_HANG.search(str(hung)) or WATCHDOG.search(str(hung))):
             raise
         warnings.warn(f"Open MPI's spawn hung (openpmix#2735); running once more. "
                       f"{hung}", stacklevel=2)
-    return finish(start(n, script, *args, cwd=cwd, env=env), timeout)
+    return _finish(start(n, script, *args, cwd=cwd, env=env), timeout, cwd, hangs_after)
+
+
+def _finish(proc: subprocess.Popen[str], timeout: float, cwd: Path,
+            hangs_after: str | None) -> str:
+    if hangs_after is None:
+        return finish(proc, timeout)
+    marker = cwd / hangs_after
+    before = marker.stat().st_mtime_ns if marker.exists() else None
+    deadline = time.monotonic() + TIMEOUT
+    while proc.poll() is None and time.monotonic() < deadline:
+        if marker.exists() and marker.stat().st_mtime_ns != before:
+            return finish(proc, timeout)  # it hangs from now on
+        time.sleep(0.1)
+    return finish(proc, max(0.0, deadline - time.monotonic()))
 
 
 def result(path: Path) -> dict[str, Any]:

@@ -141,12 +141,12 @@ def test_a_run_hung_in_spawn_runs_once_more_with_a_warning_and_other_hangs_fail(
     run, told by its stacks, is run once more; a hang anywhere else is a failure."""
     program = PROGRAMS / "hangs_once.py"
     with pytest.warns(UserWarning, match=r"(?s)spawn hung.*in _spawn"):
-        run(2, program, cwd=tmp_path, timeout=15)
+        run(2, program, cwd=tmp_path, timeout=5, hangs_after="hung-once")
     assert (tmp_path / "hung-once").exists()  # the first run did hang
     other = tmp_path / "other"
     other.mkdir()
     with pytest.raises(Hung, match="in elsewhere"):
-        run(2, program, "--elsewhere", cwd=other, timeout=15)
+        run(2, program, "--elsewhere", cwd=other, timeout=5, hangs_after="hung-once")
 
 
 def test_a_spawn_that_hangs_is_reported_failed_and_aborts_the_application(
