@@ -116,10 +116,11 @@ def test_every_experiment_takes_the_executor_options(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(executor.shutil, "which", lambda name: f"/usr/bin/{name}")  # a login node
 
+    required = {"elastic": ["--trace", "/tmp/x.swf"]}  # the options an experiment requires
     for name in EXPERIMENTS:
         args = build_parser("experiment").parse_args(
-            ["experiment", name, "--out", "/tmp/x", "--executor", "slurm", "--max-tasks", "3",
-             "--runs-per-task", "2", "--resume"])
+            ["experiment", name, "--out", "/tmp/x", *required.get(name, []), "--executor",
+             "slurm", "--max-tasks", "3", "--runs-per-task", "2", "--resume"])
         array = executor.from_args(args)
         assert isinstance(array, JobArray), name
         assert (array.max_tasks, array.runs_per_task, array.resume) == (3, 2, True)

@@ -59,7 +59,8 @@ MAX_JOBS = 100_000
 LOAD_FLAGS = {"koala": (("reps", "--reps", MAX_REPS),),
               "acds": (("reps", "--reps", MAX_REPS), ("jobs", "--job-counts", MAX_JOBS)),
               "dmrlib": (("reps", "--reps", MAX_REPS), ("jobs", "--sizes", MAX_JOBS)),
-              "coorm": (("jobs", "--jobs-per-pack", MAX_JOBS),)}
+              "coorm": (("jobs", "--jobs-per-pack", MAX_JOBS),),
+              "elastic": (("reps", "--reps", MAX_REPS),)}
 
 
 def bound_loads(args: argparse.Namespace) -> None:
