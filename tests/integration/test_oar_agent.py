@@ -132,7 +132,7 @@ def test_alice_s_job_grows_and_shrinks_through_her_agent(
 
     run_until(oar, "grid", "bob", ["python3", "-m", "malleable.site.agent", "--oar",
                                    "--service", CHANNEL, "--site", "grid", "--job", str(base),
-                                   "--run-dir", "/tmp/bob-oag"], bob_refused, 20,
+                                   "--run-dir", "/home/bob/.malleable/oag"], bob_refused, 20,
               "bob's agent refused")
     refused = _events(serve.text(), "channel_refused")
     assert any(e.get("user") == "bob" and e.get("oar_id") == str(base) for e in refused)
