@@ -19,7 +19,10 @@ from malleable.errors import InputError
 from malleable.workloads.koala import KOALA_WORKLOADS
 
 if TYPE_CHECKING:
+    from malleable.model import JobSpec
     from malleable.sim.run import SimConfig
+    from malleable.workloads.swf import SwfTrace
+    from malleable.workloads.swf_plain import JobTable
 
 
 def register(sub: Any) -> None:
@@ -31,9 +34,14 @@ def register(sub: Any) -> None:
                     "table.",
     )
     add_policy_arguments(p)
-    p.add_argument("--platform", default="das3", metavar="das3|N|CONFIG",
-                   help="the simulated clusters: das3 (default), N (one cluster of N nodes) or "
-                        "a clusters config (each site's nodes, reserve and speed)")
+    p.add_argument("--platform", default=None, metavar="das3|N|CONFIG",
+                   help="the simulated clusters: das3, N (one cluster of N nodes) or a clusters "
+                        "config (each site's nodes, reserve and speed); default: the machine an "
+                        "SWF file's header describes (MaxNodes, MaxProcs), else das3")
+    p.add_argument("--procs-per-node", type=argtypes.positive, default=None, metavar="K",
+                   help="processors of an SWF file's node: job sizes are divided by K, rounded "
+                        "up (default: MaxProcs/MaxNodes of its header without --platform, 1 "
+                        "with it)")
     p.add_argument("--workload", default="wm", metavar="{" + ",".join(KOALA_WORKLOADS) + ",PATH}",
                    help="a KOALA workload name or a malleable SWF file (docs/workloads.md)")
     p.add_argument("--seed", type=argtypes.seed, default=1, help="seed of the generated workload")
@@ -79,23 +87,51 @@ def run(args: argparse.Namespace) -> int:
     from malleable.metrics.summary import jsonable
     from malleable.service import platform, stream_simulation, write_summary_json
     from malleable.sim.run import collector_eased
-    from malleable.workloads.load import simulation_workload
+    from malleable.workloads.load import simulation_input
 
     policy = policy_from_args(args)
-    clusters = platform(args.platform)
     config = _config(args)
     with collector_eased(paused=True):  # a million JobSpecs and no cycle: no pass needed
-        jobs = simulation_workload(args.workload, args.seed)
+        jobs, read = simulation_input(args.workload, args.seed)
+    spec, trace = args.platform, None
+    if read is not None:  # an SWF file: the rules for real logs (docs/workloads.md)
+        jobs, spec, trace = _as_log(read, args)
+    elif args.procs_per_node is not None:
+        raise InputError("--procs-per-node applies to an SWF file's --workload only")
+    clusters = platform(spec or "das3")
     # Each job's record is written and dropped once it has ended (the memory of the live
     # jobs only: a million-job trace); the summary comes from running totals.
     summary = stream_simulation(jobs, clusters, policy, config, args.out)
     summary.update(workload=args.workload, seed=args.seed)
-    if args.platform != "das3":
-        summary["platform"] = args.platform
+    if (spec or "das3") != "das3":
+        summary["platform"] = spec
+    if trace is not None:
+        summary["trace"] = trace
     if args.out is not None:
         write_summary_json(args.out, summary)
     if args.json:
         print(json.dumps(jsonable(summary)))
     else:
         print_summary(summary)
+        if trace is not None:
+            print("trace: " + ", ".join(f"{key} {value:g}" for key, value in trace.items()))
     return 0
+
+
+def _as_log(read: SwfTrace, args: argparse.Namespace
+            ) -> tuple[list[JobSpec] | JobTable, str | None, dict[str, int | float]]:
+    """An SWF file's jobs under the rules for real logs, the platform (``--platform``, or
+    the header's node count as ``N``; None: das3) and the summary's ``trace`` counts."""
+    from malleable.workloads.swf_log import LogHeader, as_log
+
+    log = LogHeader.of(read.header)
+    spec: str | None = args.platform
+    per_node: int | None = args.procs_per_node
+    if spec is None and log.nodes is not None:
+        spec = str(log.nodes)
+        per_node = per_node if per_node is not None else log.per_node() or 1
+    jobs, trace = as_log(read.jobs, log, per_node if per_node is not None else 1, read.counts)
+    trace["skipped"] = read.skipped
+    if args.platform is None and log.nodes is not None:
+        trace["platform_from_header"] = log.nodes
+    return jobs, spec, trace
