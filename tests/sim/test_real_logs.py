@@ -218,3 +218,23 @@ def test_a_damaged_gzip_log_is_refused_with_exit_2(
 def test_procs_per_node_needs_a_file(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--workload", "wm", "--procs-per-node", "2"]) == 2
     assert "--procs-per-node" in capsys.readouterr().err
+
+
+def test_a_long_run_on_the_pure_build_says_how_to_get_the_compiled_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from malleable.commands import simulate
+
+    path = _write(tmp_path / "log.swf", ["; MaxNodes: 4"],
+                  [_line(n, n, 1, 1, 20, 1) for n in range(1, 31)])
+    monkeypatch.setattr(simulate, "PURE_NOTE_JOBS", 30)
+    monkeypatch.setattr(simulate, "_pure", lambda: True)
+    assert main(["simulate", "--workload", str(path), "--json"]) == 0
+    assert "pip install ." in capsys.readouterr().err
+    monkeypatch.setattr(simulate, "_pure", lambda: False)  # compiled: nothing said
+    assert main(["simulate", "--workload", str(path), "--json"]) == 0
+    assert "pip install" not in capsys.readouterr().err
+    monkeypatch.setattr(simulate, "_pure", lambda: True)
+    monkeypatch.setattr(simulate, "PURE_NOTE_JOBS", 31)  # shorter runs: nothing said
+    assert main(["simulate", "--workload", str(path), "--json"]) == 0
+    assert "pip install" not in capsys.readouterr().err
