@@ -11,9 +11,10 @@ process, once, on the platform the log's header describes (no ``--platform``: Ma
 nodes, job sizes in processors rounded up to whole nodes), from a copy of ``src/`` with its
 bytecode (benchmarks/compiled.py; ``--tree`` runs another tree, e.g. a compiled build's).
 
-With ``--accasim``, on each log also, with processors taken as nodes on both sides
-(``--platform MaxProcs``, AccaSim a system of MaxProcs one-core nodes): AccaSim 1.1.3's FIFO
-and EASY (per-job output on: its dispatching plan is compared), ours FCFS and EASY, and
+With ``--accasim`` (AccaSim) and/or ``--reference`` (the EASY check), on each log also,
+with processors taken as nodes on both sides (``--platform MaxProcs``, AccaSim a system of
+MaxProcs one-core nodes): AccaSim 1.1.3's FIFO and EASY (per-job output on: its dispatching
+plan is compared), ours FCFS and EASY, and
 * the FCFS start times of every job compared with AccaSim's FIFO;
 * the EASY start times of every job compared with the independent textbook EASY of
   tests/sim/test_easy_reference.py (AccaSim's EASY is a speed anchor only: it does not
@@ -135,7 +136,9 @@ def main() -> int:
     parser.add_argument("--bench", type=Path, default=ROOT.parent / "shared" / "bench")
     parser.add_argument("--timeout", type=float, default=1200, help="s per AccaSim run")
     parser.add_argument("--tree", type=Path, help="run ours from this src/ (default: a copy)")
-    parser.add_argument("--no-reference", dest="reference", action="store_false")
+    parser.add_argument("--reference", action="store_true",
+                        help="EASY start times against the textbook reference (--platform "
+                             "MaxProcs; without --accasim too)")
     args = parser.parse_args()
     folder = traces_dir()
     if folder is None:
@@ -160,7 +163,7 @@ def main() -> int:
                 print(f"  ours {label:34s} header platform {summary['platform']:>5s} nodes: "
                       f"{jobs:,} jobs in {run.cpu:.2f} s CPU = {jobs / run.cpu:,.0f} jobs/s, "
                       f"peak {run.rss_mib:.0f} MiB", flush=True)
-            if python is None:
+            if python is None and not args.reference:
                 continue
             plain, header, shift = plain_copy(log, work)
             cores = header.max_procs or header.nodes or 1
@@ -168,24 +171,27 @@ def main() -> int:
                 results = work / f"{name}-{policy}"
                 mine = ours(src, log, results / "ours", ["--policy", ours_policy,
                                                          "--platform", str(cores)])
-                theirs = accasim_run(python, args.bench, plain, policy, cores, results,
-                                     args.timeout)
                 jobs = json.loads(mine.stdout)["jobs"]
                 line = (f"  --platform {cores} {ours_policy}: ours {mine.cpu:.2f} s "
                         f"({jobs / mine.cpu:,.0f} jobs/s)")
-                if isinstance(theirs, str):
-                    print(f"{line}; {theirs}", flush=True)
-                    continue
-                loaded = json.loads(theirs.stdout.strip().splitlines()[-1])["loaded_jobs"]
-                line += (f"; AccaSim {theirs.cpu:.2f} s ({loaded / theirs.cpu:,.0f} jobs/s, "
-                         f"{loaded:,} jobs); ours/AccaSim {theirs.cpu / mine.cpu:.1f}x")
                 starts = csv_starts(results / "ours" / "jobs.csv")
-                if policy == "fifo":
-                    acc = shifted(accasim_starts(results, plain), shift)
-                    line += "; " + same_starts(starts, acc, "AccaSim", jobs)
-                elif args.reference:
+                if policy == "easy" and args.reference:
                     ref = reference_starts(plain, cores, shift)
                     line += "; " + same_starts(starts, ref, "textbook EASY", jobs)
+                if python is not None:
+                    theirs = accasim_run(python, args.bench, plain, policy, cores, results,
+                                         args.timeout)
+                    if isinstance(theirs, str):
+                        line += f"; {theirs}"
+                    else:
+                        loaded = json.loads(theirs.stdout.strip().splitlines()[-1])
+                        count = loaded["loaded_jobs"]
+                        line += (f"; AccaSim {theirs.cpu:.2f} s ({count / theirs.cpu:,.0f} "
+                                 f"jobs/s, {count:,} jobs); ours/AccaSim "
+                                 f"{theirs.cpu / mine.cpu:.1f}x")
+                        if policy == "fifo":
+                            acc = shifted(accasim_starts(results, plain), shift)
+                            line += "; " + same_starts(starts, acc, "AccaSim", jobs)
                 print(line, flush=True)
     return 0
 
