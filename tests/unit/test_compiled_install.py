@@ -25,8 +25,10 @@ def _checkout(tmp_path: Path) -> Path:
     """The files a build reads, copied (a build writes build/ and egg-info beside them)."""
     tree = tmp_path / "tree"
     tree.mkdir()
-    for name in ("setup.py", "pyproject.toml", "README.md"):
+    for name in ("setup.py", "pyproject.toml", "README.md", "MANIFEST.in"):
         shutil.copy2(ROOT / name, tree / name)
+    shutil.copytree(ROOT / "build_backend", tree / "build_backend",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "src", tree / "src",
                     ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.egg-info"))
     return tree
