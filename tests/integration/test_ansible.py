@@ -90,15 +90,19 @@ def _build_wheel(dest: Path, version_suffix: str = "") -> Path:
     """A wheel of this checkout (copied first, so that the build leaves the tree clean)."""
     src = dest / "src-copy"
     shutil.copytree(REPO / "src", src / "src", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
+    shutil.copytree(REPO / "build_backend", src / "build_backend",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md", "setup.py"):
         shutil.copy2(REPO / name, src / name)
     if version_suffix:
         project = (src / "pyproject.toml").read_text()
         project = re.sub(r'(?m)^version = "([^"]+)"', rf'version = "\g<1>{version_suffix}"',
                          project, count=1)
         (src / "pyproject.toml").write_text(project)
+    # pure (py3-none-any, as ansible/README.md builds it): the hosts' Python may differ
     subprocess.run(["python3", "-m", "pip", "wheel", "--quiet", "--no-deps", "-w",
-                    str(dest), str(src)], check=True, timeout=600, capture_output=True)
+                    str(dest), str(src)], check=True, timeout=600, capture_output=True,
+                   env={**os.environ, "MALLEABLE_COMPILE": "0"})
     shutil.rmtree(src)
     (wheel,) = dest.glob("malleable-*.whl")
     return wheel
