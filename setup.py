@@ -1,18 +1,25 @@
-"""Build hook for the optional compiled build (docs/simulate.md, "Compiled build").
+"""Build hook: the compiled build by default (docs/simulate.md, "Compiled build").
 
-A plain install is pure Python. With ``MALLEABLE_COMPILE=1`` the modules of the simulator's
-hot path below are compiled to C extensions with mypyc (part of mypy), the way black and mypy
+``pip install .`` compiles the modules of the simulator's hot path below to C extensions
+with mypyc (part of mypy, a build requirement in pyproject.toml), the way black and mypy
 ship theirs: the same source, the same ``Manager`` and policy objects, type-checked at run
-time by the compiled code. It needs mypy and a C compiler in the build environment:
+time by the compiled code. Where it cannot (no C compiler or no Python headers), the
+install goes on as pure Python and says so, with how to get the fast build.
 
-    pip install mypy && MALLEABLE_COMPILE=1 pip install --no-build-isolation .
+``MALLEABLE_COMPILE`` chooses: unset or ``auto`` (compile when a C compiler works, else
+pure), ``1`` (compile, or fail), ``0`` (pure). An editable install (``pip install -e``)
+is always pure Python: its modules are the checkout's sources, edited in place.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import tempfile
+from pathlib import Path
 
 from setuptools import setup
+from setuptools.command.build_ext import build_ext
 
 #: The compiled modules: the manager's cycle, the simulated cluster and engine, the policies
 #: the benchmarks run, and the records. Every one is also run and tested as plain Python.
@@ -39,13 +46,85 @@ COMPILED = [
     "src/malleable/apps.py",
 ]
 
+PURE_NOTE = ("malleable: installing pure Python ({why}); the simulator runs 2.5-4x faster "
+             "compiled: install a C compiler and the Python headers (Debian: gcc python3-dev) "
+             "and reinstall (`pip install .`); see docs/simulate.md, \"Compiled build\"")
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _editable() -> bool:
+    """Whether setuptools is building an editable install (PEP 660)."""
+    return any(arg in ("editable_wheel", "develop") for arg in sys.argv[1:])
+
+
+def _building() -> bool:
+    """Whether setuptools is building the package (not only reading its metadata, which
+    pip asks for first: mypyc type-checks and translates the sources, so only once)."""
+    return any(arg in ("bdist_wheel", "build", "build_ext", "install") for arg in sys.argv[1:])
+
+
+def _compiler_problem() -> str:
+    """Why no C extension can be built here ("" when one can): a C file that includes
+    Python.h compiled with the compiler setuptools would use."""
+    from setuptools._distutils import sysconfig
+    from setuptools._distutils.ccompiler import new_compiler
+
+    compiler = new_compiler()
+    sysconfig.customize_compiler(compiler)  # type: ignore[no-untyped-call]
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "probe.c"
+        source.write_text("#include <Python.h>\nint probe(void) { return 0; }\n")
+        try:
+            compiler.compile([str(source)], output_dir=tmp,
+                             include_dirs=[sysconfig.get_python_inc()])
+        except Exception as exc:  # noqa: BLE001 (CompileError, from whichever distutils)
+            return f"no working C compiler or Python headers: {str(exc).splitlines()[0][:120]}"
+    return ""
+
+
+class _OptionalBuildExt(build_ext):
+    """build_ext that, unless ``MALLEABLE_COMPILE=1``, falls back to pure Python when the
+    extensions fail to build, leaving none of them behind (a partly compiled package would
+    not import)."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:  # noqa: BLE001 (any build failure: fall back, say why)
+            if os.environ.get("MALLEABLE_COMPILE") == "1":
+                raise
+            for ext in self.extensions:
+                Path(self.get_ext_fullpath(ext.name)).unlink(missing_ok=True)
+            self.extensions = []
+            _say(PURE_NOTE.format(why=f"the compiled build failed: {exc}"))
+
 
 def _ext_modules() -> list[object]:
-    if os.environ.get("MALLEABLE_COMPILE", "") != "1":
+    mode = os.environ.get("MALLEABLE_COMPILE", "auto")
+    if mode == "0" or not _building() or (mode != "1" and _editable()):
         return []
-    from mypyc.build import mypycify  # only when asked: a plain install needs no mypy
+    try:
+        from mypyc.build import mypycify
+    except ImportError:
+        if mode == "1":
+            raise
+        _say(PURE_NOTE.format(why="mypy is not in the build environment"))
+        return []
+    if mode != "1":
+        problem = _compiler_problem()
+        if problem:
+            _say(PURE_NOTE.format(why=problem))
+            return []
+    try:
+        return list(mypycify(COMPILED, opt_level="3"))
+    except (Exception, SystemExit) as exc:  # mypy's errors end in SystemExit
+        if mode == "1":
+            raise
+        _say(PURE_NOTE.format(why=f"mypyc could not compile the sources: {exc!r}"))
+        return []
 
-    return list(mypycify(COMPILED, opt_level="3"))
 
-
-setup(ext_modules=_ext_modules())
+setup(ext_modules=_ext_modules(), cmdclass={"build_ext": _OptionalBuildExt})

@@ -7,6 +7,7 @@ the one place the version is written, to make a newer release of the same code.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -26,6 +27,8 @@ def build_release(dest: Path, version_suffix: str = "", *, timeout: float = 600)
                     ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.egg-info"))
     shutil.copytree(REPO / "examples", tree / "examples",
                     ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "build_backend", tree / "build_backend",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     for name in RELEASE_FILES:
         shutil.copy2(REPO / name, tree / name)
     if version_suffix:
@@ -34,10 +37,11 @@ def build_release(dest: Path, version_suffix: str = "", *, timeout: float = 600)
                               rf'__version__ = "\g<1>{version_suffix}"', init.read_text())
         assert count == 1, "no __version__ line in malleable/__init__.py"
         init.write_text(text)
-    # --no-isolation: the installed setuptools and wheel (offline; docs/release.md)
+    # --no-isolation: the installed setuptools and wheel (offline; docs/release.md);
+    # MALLEABLE_COMPILE=0: the pure, portable wheel a release is (not the compiled build)
     subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir",
                     str(dest / "dist"), str(tree)], check=True, timeout=timeout,
-                   capture_output=True)
+                   capture_output=True, env={**os.environ, "MALLEABLE_COMPILE": "0"})
     shutil.rmtree(tree)
     (wheel,) = (dest / "dist").glob("malleable-*.whl")
     return wheel

@@ -153,7 +153,7 @@ REFUSED = [
     (line(f15="inf"), "field 15 is not a finite number: 'inf'"),
     (line(f3="1e400"), "field 3 is not a finite number: '1e400'"),
     (line(f1="-3"), "negative job number -3 (field 1) is outside [0, 2147483647]"),
-    (line(f2="1e20"), "submit time 1e20 (field 2) is outside [0, 1000000000] s"),
+    (line(f2="1e20"), "submit time 1e20 (field 2) is outside [0, 4294967295] s"),
     (line(f4="-50"), "negative run time -50 (field 4) is outside [0, 1000000000] s or -1 "
                      "(unknown)"),
     (line(f5="0"), "allocated size 0 (field 5) is outside [1, 10000000] or -1 (unknown)"),

@@ -22,8 +22,10 @@ from malleable.errors import InputError
 from malleable.workloads.koala import KOALA_WORKLOADS
 
 if TYPE_CHECKING:
-    from malleable.model import Cluster
+    from malleable.model import Cluster, JobSpec
     from malleable.sim.run import RecordSink, SimConfig
+    from malleable.workloads.swf import SwfTrace
+    from malleable.workloads.swf_plain import JobTable
 
 logger = logging.getLogger(__name__)
 
@@ -75,9 +77,14 @@ def register(sub: Any) -> None:
                     "table.",
     )
     add_policy_arguments(p)
-    p.add_argument("--platform", default="das3", metavar="das3|N|CONFIG",
-                   help="the simulated clusters: das3 (default), N (one cluster of N nodes) or "
-                        "a clusters config (each site's nodes, reserve and speed)")
+    p.add_argument("--platform", default=None, metavar="das3|N|CONFIG",
+                   help="the simulated clusters: das3, N (one cluster of N nodes) or a clusters "
+                        "config (each site's nodes, reserve and speed); default: the machine an "
+                        "SWF file's header describes (MaxNodes, MaxProcs), else das3")
+    p.add_argument("--procs-per-node", type=argtypes.positive, default=None, metavar="K",
+                   help="processors of an SWF file's node: job sizes are divided by K, rounded "
+                        "up (default: MaxProcs/MaxNodes of its header without --platform, 1 "
+                        "with it)")
     p.add_argument("--workload", default="wm", metavar="{" + ",".join(KOALA_WORKLOADS) + ",PATH}",
                    help="a KOALA workload name or a malleable SWF file (docs/workloads.md)")
     p.add_argument("--seed", type=argtypes.seed, default=1, help="seed of the generated workload")
@@ -154,15 +161,22 @@ def run(args: argparse.Namespace) -> int:
         write_summary_json,
     )
     from malleable.sim.run import collector_eased
-    from malleable.workloads.load import simulation_workload
+    from malleable.workloads.load import simulation_input
 
-    clusters = platform(args.platform)
-    policy = policy_from_args(args, *platform_policy(args.platform))
+    policy = policy_from_args(args, *platform_policy(args.platform or "das3"))
     config = _config(args)
-    if config.background is not None:
-        check_background(config.background.interarrival, clusters)
     if args.out is not None:
         output_dir(args.out)  # a read-only --out is refused before the run, not after it
+    with collector_eased(paused=True):  # a million JobSpecs and no cycle: no pass needed
+        jobs, read = simulation_input(args.workload, args.seed)
+    spec, counts = args.platform, None
+    if read is not None:  # an SWF file: the rules for real logs (docs/workloads.md)
+        jobs, spec, counts = _as_log(read, args)
+    elif args.procs_per_node is not None:
+        raise InputError("--procs-per-node applies to an SWF file's --workload only")
+    clusters = platform(spec or "das3")
+    if config.background is not None:
+        check_background(config.background.interarrival, clusters)
     if args.background_trace is not None:  # a real log's users (docs/simulate.md)
         from dataclasses import replace
 
@@ -170,14 +184,13 @@ def run(args: argparse.Namespace) -> int:
 
         config = replace(config, background_trace=background_replay(
             args.background_trace, args.background_window, args.seed))
-    with collector_eased(paused=True):  # a million JobSpecs and no cycle: no pass needed
-        jobs = simulation_workload(args.workload, args.seed)
+    if len(jobs) >= PURE_NOTE_JOBS and _pure():
+        print(PURE_NOTE, file=sys.stderr)
     # Each job's record is written and dropped once it has ended (the memory of the live
     # jobs only: a million-job trace); the summary comes from running totals.
     trace = None
     watchers: list[RecordSink] = []
     if args.out is not None and args.figures:
-
         trace = RunTrace([Lane(c.name, c.nodes) for c in clusters])
         watchers.append(trace)
     with progress_bar(len(jobs), quiet=args.json) as ended:
@@ -189,8 +202,10 @@ def run(args: argparse.Namespace) -> int:
         logger.warning("%d job(s) ran past their requested time: they ran on, and %s "
                        "counted each as ending at any moment from then on (docs/simulate.md, "
                        "\"Requested times\")", summary["past_walltime"], policy.name)
-    if args.platform != "das3":
-        summary["platform"] = args.platform
+    if (spec or "das3") != "das3":
+        summary["platform"] = spec
+    if counts is not None:
+        summary["trace"] = counts
     if args.out is not None:
         write_summary_json(args.out, summary)
         written = [args.out / "jobs.csv", args.out / "summary.json"]
@@ -201,4 +216,39 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(jsonable(summary)))
     else:
         print_summary(summary)
+        if counts is not None:
+            print("trace: " + ", ".join(f"{key} {value:g}" for key, value in counts.items()))
     return 0
+
+
+#: A run of at least this many jobs on the pure-Python build says how to get the compiled one.
+PURE_NOTE_JOBS = 50_000
+PURE_NOTE = ("malleable: this is the pure-Python build; the compiled one runs simulations "
+             "2.2-3.7x faster: `pip install .` (not -e) with a C compiler and the Python "
+             "headers (docs/simulate.md, \"Compiled build\")")
+
+
+def _pure() -> bool:
+    """Whether the simulator's hot path runs as plain Python (not the compiled build)."""
+    import malleable.manager
+
+    return str(malleable.manager.__file__).endswith(".py")
+
+
+def _as_log(read: SwfTrace, args: argparse.Namespace
+            ) -> tuple[list[JobSpec] | JobTable, str | None, dict[str, int | float]]:
+    """An SWF file's jobs under the rules for real logs, the platform (``--platform``, or
+    the header's node count as ``N``; None: das3) and the summary's ``trace`` counts."""
+    from malleable.workloads.swf_log import LogHeader, as_log
+
+    log = LogHeader.of(read.header)
+    spec: str | None = args.platform
+    per_node: int | None = args.procs_per_node
+    if spec is None and log.nodes is not None:
+        spec = str(log.nodes)
+        per_node = per_node if per_node is not None else log.per_node() or 1
+    jobs, trace = as_log(read.jobs, log, per_node if per_node is not None else 1, read.counts)
+    trace["skipped"] = read.skipped
+    if args.platform is None and log.nodes is not None:
+        trace["platform_from_header"] = log.nodes
+    return jobs, spec, trace

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from malleable.errors import InputError
 from malleable.model import JobSpec
 from malleable.workloads.koala import KOALA_WORKLOADS, koala_workload
-from malleable.workloads.swf import read_jobs, read_swf
+from malleable.workloads.swf import SwfTrace, read_swf, read_trace
 
 if TYPE_CHECKING:
     from malleable.workloads.swf_plain import JobTable
@@ -31,7 +31,17 @@ def simulation_workload(name: str, seed: int) -> list[JobSpec] | JobTable:
     due: a million-job trace is not held as a million objects)."""
     if name in KOALA_WORKLOADS:
         return koala_workload(name, seed)
+    return simulation_input(name, seed)[0]
+
+
+def simulation_input(name: str, seed: int) -> tuple[list[JobSpec] | JobTable, SwfTrace | None]:
+    """:func:`simulation_workload`'s jobs, and for an SWF file what was read of it (its
+    header, skipped jobs and counts: :mod:`~malleable.workloads.swf_log` makes a real
+    log's rules of them)."""
+    if name in KOALA_WORKLOADS:
+        return koala_workload(name, seed), None
     path = Path(name)
     if not path.exists():
-        return load_workload(name, seed)  # says what is wrong
-    return read_jobs(path)
+        return load_workload(name, seed), None  # says what is wrong
+    trace = read_trace(path)
+    return trace.jobs, trace

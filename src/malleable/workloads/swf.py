@@ -28,17 +28,20 @@ job to simulate is refused as a whole (:func:`read_swf`).
 
 from __future__ import annotations
 
+import gzip
 import logging
 import math
 import re
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from malleable.apps import AppCatalog, standard_catalog
 from malleable.errors import InputError, read_text
 from malleable.model import JobKind, JobSpec, SizeRule
+from malleable.workloads.swf_log import STATUS_NAMES
 
 if TYPE_CHECKING:
     from malleable.workloads.swf_plain import JobTable
@@ -54,7 +57,10 @@ FORMAT_VERSIONS = ("1",)
 """The ``; MalleableFormat: V`` versions this reader knows."""
 
 MAX_TIME = 1_000_000_000
-"""Largest submit, run or wall time, in seconds (about 31.7 years)."""
+"""Largest run or wall time, in seconds (about 31.7 years)."""
+MAX_SUBMIT = 2**32 - 1
+"""Largest submit time, in seconds: a Unix time up to 2106 (a log whose header says
+``UnixStartTime: 0`` gives absolute times; :mod:`~malleable.workloads.swf_log`)."""
 MAX_SIZE = 10_000_000
 """Largest job size (processors or nodes)."""
 MAX_NUMBER = 2**31 - 1
@@ -93,7 +99,7 @@ class Bound:
 #: The bounds of the fields the reader uses (docs/workloads.md, "Bounds").
 BOUNDS: tuple[Bound, ...] = (
     Bound(1, "job number", 0, MAX_NUMBER, unknown=False),
-    Bound(2, "submit time", 0, MAX_TIME, whole=False, unknown=False, unit=" s"),
+    Bound(2, "submit time", 0, MAX_SUBMIT, whole=False, unknown=False, unit=" s"),
     Bound(4, "run time", 0, MAX_TIME, whole=False, unit=" s"),
     Bound(5, "allocated size", 1, MAX_SIZE),
     Bound(8, "requested size", 1, MAX_SIZE),
@@ -117,6 +123,20 @@ class SwfWorkload:
     jobs: list[JobSpec]
     skipped: int = 0
     header: list[str] = field(default_factory=list)
+    #: the kept jobs by status (``status_completed``...) and those sized by field 5
+    #: (:mod:`~malleable.workloads.swf_log`)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class SwfTrace:
+    """The jobs of an SWF file for a simulation (:func:`read_trace`), its header lines, the
+    jobs skipped and the reader's counts."""
+
+    jobs: list[JobSpec] | JobTable
+    header: list[str]
+    skipped: int
+    counts: dict[str, int]
 
 
 def read_swf(path: str | Path, catalog: AppCatalog | None = None) -> SwfWorkload:
@@ -133,10 +153,13 @@ def read_swf(path: str | Path, catalog: AppCatalog | None = None) -> SwfWorkload
     try:
         workload = read_plain(path, catalog)
         if workload is None:  # not a plain file read in full: line by line, as it was
-            with path.open(encoding="utf-8", newline="") as handle:  # BOM: dropped
+            with open_text(path) as handle:  # BOM: dropped
                 workload = parse_swf(_lines(handle), str(path), catalog)
     except OSError as exc:
         raise InputError(f"cannot read workload: {exc.strerror or exc}",
+                         source=str(path)) from None
+    except (EOFError, zlib.error) as exc:  # a gzip file cut short or damaged
+        raise InputError(f"cannot read workload: damaged gzip data ({exc})",
                          source=str(path)) from None
     except UnicodeDecodeError:
         read_text(path, "workload")  # raises, naming the byte and its line
@@ -156,7 +179,17 @@ def read_plain(path: Path, catalog: AppCatalog) -> SwfWorkload | None:
     if trace is None or jobs is None:
         return None
     _warn_skipped(str(path), trace[1])
-    return SwfWorkload(jobs, trace[1], trace[2])
+    return SwfWorkload(jobs, trace[1], trace[2], dict(sorted(trace[0].counts.items())))
+
+
+def open_text(path: Path) -> TextIO:
+    """The file at ``path`` as UTF-8 text, lines as they are, gunzipped when it starts
+    with gzip's magic bytes."""
+    with path.open("rb") as probe:
+        magic = probe.read(2)
+    if magic == b"\x1f\x8b":
+        return gzip.open(path, "rt", encoding="utf-8", newline="")
+    return path.open(encoding="utf-8", newline="")
 
 
 def _made(table: JobTable) -> list[JobSpec] | None:
@@ -178,26 +211,35 @@ _MADE_AT_ONCE = 4096
 
 def read_jobs(path: str | Path, catalog: AppCatalog | None = None
               ) -> list[JobSpec] | JobTable:
-    """The jobs of :func:`read_swf` for a simulation: a plain file's as a
-    :class:`~malleable.workloads.swf_plain.JobTable` in submit order (each job made when
-    it is due), a malleable one's (23 fields) as a list made by the vectorized reader, any
-    other file's as :func:`read_swf` gives them (its errors too)."""
+    """The jobs of :func:`read_trace`."""
+    return read_trace(path, catalog).jobs
+
+
+def read_trace(path: str | Path, catalog: AppCatalog | None = None) -> SwfTrace:
+    """The jobs of :func:`read_swf` for a simulation, with the header and the counts: a
+    plain file's as a :class:`~malleable.workloads.swf_plain.JobTable` in submit order
+    (each job made when it is due), a malleable one's (23 fields) as a list made by the
+    vectorized reader, any other file's as :func:`read_swf` gives them (its errors too).
+    A gzipped file (``.swf.gz``) is read as the file it holds."""
     from malleable.workloads.swf_plain import read_table
 
     path = Path(path)
     catalog = catalog if catalog is not None else standard_catalog()
     try:
         trace = read_table(path, catalog, _LIMITS, header_line)
-    except OSError:
+    except (OSError, EOFError, zlib.error):
         trace = None  # read_swf says what it is
     if trace is None or not len(trace[0]):  # no job: read_swf says why
-        return read_swf(path, catalog).jobs
+        workload = read_swf(path, catalog)
+        return SwfTrace(workload.jobs, workload.header, workload.skipped, workload.counts)
     table = trace[0]
     jobs = _made(table) if table.malleable else None
     if table.malleable and jobs is None:
-        return read_swf(path, catalog).jobs
+        workload = read_swf(path, catalog)
+        return SwfTrace(workload.jobs, workload.header, workload.skipped, workload.counts)
     _warn_skipped(str(path), trace[1])
-    return jobs if jobs is not None else table.in_submit_order()
+    return SwfTrace(jobs if jobs is not None else table.in_submit_order(), trace[2],
+                    trace[1], table.counts)
 
 
 def _warn_skipped(source: str, skipped: int) -> None:
@@ -240,7 +282,7 @@ def parse_swf(lines: Iterable[str], source: str = "<swf>",
             workload.header.append(line)
             header_line(line, apps, catalog, source, number)
             continue
-        spec = _parse_line(line, apps, catalog, source, number, floats)
+        spec = _parse_line(line, apps, catalog, source, number, floats, workload.counts)
         if spec is None:
             workload.skipped += 1
             continue
@@ -248,6 +290,7 @@ def parse_swf(lines: Iterable[str], source: str = "<swf>",
             raise InputError(f"job number {spec.id} appears twice", source=source, line=number)
         seen.add(spec.id)
         workload.jobs.append(spec)
+    workload.counts = dict(sorted(workload.counts.items()))  # as read_plain orders them
     _warn_skipped(source, workload.skipped)
     return workload
 
@@ -401,7 +444,8 @@ def _is_number(text: str) -> bool:
 
 
 def _parse_line(line: str, apps: dict[int, str], catalog: AppCatalog, source: str,
-                number: int, floats: _Floats | None = None) -> JobSpec | None:
+                number: int, floats: _Floats | None = None,
+                counts: dict[str, int] | None = None) -> JobSpec | None:
     f = _numbers(line, source, number, floats)
     job_id, submit, runtime = int(f[0]), f[1], f[3]
     size = int(f[7]) if f[7] > 0 else int(f[4])
@@ -420,6 +464,12 @@ def _parse_line(line: str, apps: dict[int, str], catalog: AppCatalog, source: st
     if size <= 0:
         return None
     rule = _check_size_rule(app, size, catalog, source, number)
+    if counts is not None:  # a kept job: its status and where its size came from
+        name = STATUS_NAMES.get(int(f[10]), "status_other") if f[10].is_integer() \
+            else "status_other"
+        counts[name] = counts.get(name, 0) + 1
+        if f[7] <= 0:
+            counts["size_from_allocated"] = counts.get("size_from_allocated", 0) + 1
     try:
         return JobSpec(str(job_id), kind, low, high, size, submit_time=submit, app=app,
                        runtime=runtime if runtime >= 0 else None, preferred_size=preferred,

@@ -33,18 +33,20 @@ bounds.
 
 from __future__ import annotations
 
+import gzip
 import io
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 import numpy as np
 
 from malleable.apps import AppCatalog
 from malleable.errors import InputError
 from malleable.model import JobKind, JobSpec, SizeRule
+from malleable.workloads.swf_log import STATUS_NAMES
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -87,7 +89,7 @@ def read_table(path: Path, catalog: AppCatalog, bounds: Mapping[int, Sequence[Li
     state = _State(catalog, str(path), {n: tuple(b) for n, b in bounds.items()}, header)
     rows: list[Floats] = []
     try:
-        with path.open("rb") as handle:
+        with open_binary(path) as handle:
             for first, block in _blocks(handle):
                 taken = _take_block(block, first, state)
                 if taken is not None:
@@ -98,10 +100,21 @@ def read_table(path: Path, catalog: AppCatalog, bounds: Mapping[int, Sequence[Li
         return None
     width = len(_COLUMNS[state.width or 18])
     table = JobTable(np.concatenate(rows) if rows else np.empty((0, width)),
-                     _apps(state) if state.width == 23 else None)
+                     _apps(state) if state.width == 23 else None, state.counts)
     if not table.unique():
         return None
     return table, state.skipped, state.header
+
+
+def open_binary(path: Path) -> BinaryIO:
+    """The file at ``path`` for reading bytes, gunzipped when it starts with gzip's magic
+    bytes (a ``.swf.gz`` as the Parallel Workloads Archive distributes it; the name does
+    not matter)."""
+    with path.open("rb") as probe:
+        magic = probe.read(2)
+    if magic == b"\x1f\x8b":
+        return cast(BinaryIO, gzip.open(path, "rb"))
+    return path.open("rb")
 
 
 def _distinct(values: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
@@ -136,6 +149,9 @@ class _State:
     width: int = 0  # the fields of every data line (0: no data line yet)
     data_seen: bool = False
     late_apps: bool = False  # a ; MalleableApp line came after a data line
+    #: the kept jobs by status (field 11: ``status_completed``...) and those whose size is
+    #: field 5's (field 8 is -1): :data:`~malleable.workloads.swf_log.STATUS_NAMES`
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 class JobTable:
@@ -152,12 +168,14 @@ class JobTable:
     refuse one of them (ValueError), so its jobs are made at once, by the reader's caller.
     """
 
-    __slots__ = ("_apps", "_names", "_rows")
+    __slots__ = ("_apps", "_names", "_rows", "counts")
 
-    def __init__(self, rows: Floats, apps: Mapping[int, tuple[str, SizeRule]] | None = None
-                 ) -> None:
+    def __init__(self, rows: Floats, apps: Mapping[int, tuple[str, SizeRule]] | None = None,
+                 counts: Mapping[str, int] | None = None) -> None:
         self._rows = rows  # one row a job: the columns of _COLUMNS
         self._apps = apps
+        #: what the reader counted of the kept jobs (status codes...; see _State.counts)
+        self.counts: dict[str, int] = dict(counts or {})
         codes = _distinct(rows[:, 5:7].astype(np.int64)).tolist()
         self._names = {code: str(code) if code >= 0 else "" for code in codes}
 
@@ -178,7 +196,26 @@ class JobTable:
         """The same jobs sorted by submit time, the file's order kept among equal times
         (as ``sorted`` does)."""
         order = np.argsort(self._rows[:, 1], kind="stable")
-        return JobTable(self._rows[order], self._apps)
+        return JobTable(self._rows[order], self._apps, self.counts)
+
+    def as_log(self, shift: float, per_node: int) -> JobTable:
+        """The same jobs with every submit time less ``shift`` and each size in processors
+        made whole nodes of ``per_node`` processors (rounded up); the table's counts with
+        those of :func:`~malleable.workloads.swf_log.oddities` (rigid tables only)."""
+        rows = self._rows.copy()
+        rows[:, 1] -= shift
+        sizes = rows[:, 3]
+        rounded = int(np.count_nonzero(sizes % per_node)) if per_node > 1 else 0
+        if per_node > 1:
+            rows[:, 3] = np.ceil(sizes / per_node)
+        runtime, walltime = rows[:, 2], rows[:, 4]
+        counts = {**self.counts,
+                  "runtime_zero": int(np.count_nonzero(runtime == 0)),
+                  "walltime_missing": int(np.count_nonzero(walltime <= 0)),
+                  "walltime_below_runtime": int(np.count_nonzero((walltime > 0)
+                                                                 & (walltime < runtime))),
+                  "rounded_up_to_nodes": rounded}
+        return JobTable(rows, self._apps, counts)
 
     @property
     def first_submit(self) -> float:
@@ -265,11 +302,29 @@ def _take_block(block: bytes, first: int, state: _State) -> Floats | None:
         known |= ~np.isin(values[:, 22], fixed)
     keep = known & (size > 0)  # else skipped, as parse_swf skips them
     state.skipped += int(keep.size - np.count_nonzero(keep))
+    _count(values[keep], state.counts)
     rows = values[:, _COLUMNS[width]][keep]
     rows[:, 3] = size[keep]
     if width == 23:
         _check_sizes(rows, state)
     return rows
+
+
+def _count(kept: Floats, counts: dict[str, int]) -> None:
+    """Add the kept jobs of a block to ``counts``: by status (field 11; any value the
+    archive does not define is ``status_other``) and those sized by field 5."""
+    status = kept[:, 10]
+    named = 0
+    for code, name in STATUS_NAMES.items():
+        found = int(np.count_nonzero(status == code))
+        named += found
+        if found:
+            counts[name] = counts.get(name, 0) + found
+    if len(status) > named:
+        counts["status_other"] = counts.get("status_other", 0) + len(status) - named
+    allocated = int(np.count_nonzero(kept[:, 7] <= 0))
+    if allocated:
+        counts["size_from_allocated"] = counts.get("size_from_allocated", 0) + allocated
 
 
 def _check_kinds_and_apps(values: Floats, apps: Mapping[int, str]) -> None:
