@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, TextIO
 from malleable.apps import AppCatalog, standard_catalog
 from malleable.errors import InputError, read_text
 from malleable.model import JobKind, JobSpec, SizeRule
-from malleable.workloads.swf_log import STATUS_NAMES
+from malleable.workloads.swf_status import STATUS_NAMES
 
 if TYPE_CHECKING:
     from malleable.workloads.swf_plain import JobTable

@@ -38,14 +38,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from malleable.model import JobSpec
+from malleable.workloads.swf_status import STATUS_NAMES  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
     from malleable.workloads.swf_plain import JobTable
 
-#: SWF status codes (field 11), as the archive defines them, by name in the counts.
-STATUS_NAMES = {1: "status_completed", 0: "status_failed", 5: "status_cancelled",
-                2: "status_partial", 3: "status_partial", 4: "status_partial",
-                -1: "status_unknown"}
 
 EPOCH_FROM = 100_000_000
 """The least first submit time taken as a Unix time under ``UnixStartTime: 0`` (1973)."""

@@ -46,7 +46,7 @@ import numpy as np
 from malleable.apps import AppCatalog
 from malleable.errors import InputError
 from malleable.model import JobKind, JobSpec, SizeRule
-from malleable.workloads.swf_log import STATUS_NAMES
+from malleable.workloads.swf_status import STATUS_NAMES
 
 if TYPE_CHECKING:
     import numpy.typing as npt
