@@ -39,14 +39,14 @@ def test_simulate_reads_its_workload_with_the_collector_eased(monkeypatch, capsy
     import malleable.workloads.load as load
     from malleable.cli import main
 
-    real = load.simulation_workload
+    real = load.simulation_input  # what `simulate` reads its workload (and a log's header) with
     seen: list[tuple[int, int, bool]] = []
 
     def spy(name: str, seed: int):  # type: ignore[no-untyped-def]
         seen.append((gc.get_threshold()[0], gc.get_freeze_count(), gc.isenabled()))
         return real(name, seed)
 
-    monkeypatch.setattr(load, "simulation_workload", spy)
+    monkeypatch.setattr(load, "simulation_input", spy)
     before = gc.get_threshold()
     assert gc.isenabled()
     assert main(["simulate", "--workload", "wm", "--json"]) == 0

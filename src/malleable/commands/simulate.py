@@ -163,6 +163,8 @@ def run(args: argparse.Namespace) -> int:
     from malleable.sim.run import collector_eased
     from malleable.workloads.load import simulation_input
 
+    if args.platform is not None:
+        platform(args.platform)  # a bad --platform is refused before its [policy] is read
     policy = policy_from_args(args, *platform_policy(args.platform or "das3"))
     config = _config(args)
     if args.out is not None:
