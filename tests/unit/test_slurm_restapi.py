@@ -101,6 +101,9 @@ def test_a_helper_is_charged_like_its_job_and_ends_no_later() -> None:
                                                   "--qos=gold", "--reservation=maint",
                                                   "--time=19"]
     assert "has 30 s left" in str(helper_charge(job, 1000.0 + 1770.0))
+    # polled in its first second: 30 minutes left, exactly; the helper must end before it
+    assert helper_charge(job, 1000.0)[-1] == "--time=29"
+    assert "has 60 s left" in str(helper_charge(job, 1000.0 + 1740.0))
     unlimited = SlurmJob(8, "j", "RUNNING", 2, account="users", partition="batch")
     assert helper_charge(unlimited, 5.0) == ["--account=users", "--partition=batch"]
     line = ("JobId=9 JobName=x UserId=alice(2001) Account=proj2 QOS=gold JobState=RUNNING "

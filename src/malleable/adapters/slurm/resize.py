@@ -25,6 +25,7 @@ passed since the same job's last shrink.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -293,14 +294,15 @@ class Resizer:
 def helper_charge(job: SlurmJob, now: float) -> list[str] | str:
     """The options that make an expansion's helper allocation a good citizen: charged like
     its job (its account, partition, QoS and reservation) and ending no later than it (a
-    time limit of the whole minutes the job has left). A reason instead when the job has
-    less than a minute left (no helper can fit)."""
+    time limit of the whole minutes the job has left, strictly fewer than its remaining
+    time: 20 minutes left exactly give 19, as a job polled in its first second of running
+    would). A reason instead when the job has a minute or less left (no helper can fit)."""
     options = [f"--{flag}={value}" for flag, value in
                (("account", job.account), ("partition", job.partition), ("qos", job.qos),
                 ("reservation", job.reservation)) if value]
     left = time_left(job, now)
     if left is not None:
-        minutes = int(left // 60)
+        minutes = math.ceil(left / 60) - 1  # 60 * minutes < left
         if minutes < 1:
             return (f"job {job.job_id} has {max(0, int(left))} s left before its time limit: "
                     "no helper allocation fits")
