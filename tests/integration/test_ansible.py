@@ -14,6 +14,7 @@ back into a slurm.conf that lost it; an upgrade to a newer wheel that keeps the 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -215,7 +216,7 @@ def test_second_run_changes_nothing(site: Site) -> None:
     recap = _recap(stdout)
     assert set(recap) == {"ctl", "c0"}
     changed = [line for line in stdout.splitlines() if line.startswith(("changed:", "TASK ["))]
-    changed = [t for t, n in zip(changed, changed[1:]) if n.startswith("changed:")]
+    changed = [t for t, n in itertools.pairwise(changed) if n.startswith("changed:")]
     assert all(c["changed"] == 0 and c["failed"] == 0 for c in recap.values()), (recap, changed)
 
 

@@ -15,7 +15,9 @@ alice's account, partition and QoS and a time limit no longer than her job has l
 
 from __future__ import annotations
 
+import datetime
 import json
+import math
 import re
 import time
 from collections.abc import Iterator
@@ -223,7 +225,17 @@ def _check_helpers(tb: Testbed, began: str, job: str, expected: int) -> None:
         assert (row["account"], row["partition"], row["qos"]) == (
             shown["Account"], shown["Partition"], shown["QOS"]), row
         assert shown["Account"] == ACCOUNT and shown["QOS"] == QOS
-        assert 0 < _minutes(row["limit"]) < limit, (row, limit)
+        # no longer than the job had left when the helper was submitted, in Slurm's whole
+        # minutes: slurmctld gives an expand: helper the minutes left to its job's end,
+        # rounded up (a grow in the job's first minute shows the job's own 20, whatever
+        # --time the service asked; later, 19 and below)
+        left = _seconds(shown["StartTime"]) + limit * 60 - _seconds(row["submit"])
+        assert 0 < _minutes(row["limit"]) <= math.ceil(left / 60), (row, limit, left)
+
+
+def _seconds(stamp: str) -> float:
+    """An ISO time of Slurm's (``2026-11-28T02:10:11``, the testbed's local time) in seconds."""
+    return datetime.datetime.fromisoformat(stamp).timestamp()
 
 
 def _minutes(text: str) -> int:
