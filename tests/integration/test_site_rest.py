@@ -274,3 +274,80 @@ def test_a_helper_over_ssh_is_charged_like_its_job(quiet: Testbed, tmp_path: Pat
         ctl.runner.close()
     assert result.outcome is Outcome.DONE, result.describe()
     _check_helpers(tb, began, job, expected=1)
+
+
+#: The one version the users' REST submission and ``manager run`` over REST are tested on
+#: (the same code paths on every v0.0.40+ API; CI time: issue 37).
+USER_VERSION = "24.11"
+
+
+def _on_user_version(tb: Testbed) -> None:
+    version = tb.record().slurm
+    if version != USER_VERSION:
+        pytest.skip(f"run on Slurm {USER_VERSION} only (REST API v0.0.40+ family; this "
+                    f"testbed is {version})")
+
+
+def _user_table(tb: Testbed, tmp_path: Path, user: str) -> Path:
+    """A clusters config of ``user``'s own: vu over REST with the user's token (made by
+    root with ``scontrol token``, as a site would hand it out), jobs run in their home."""
+    made = tb.exec(SITE, ["scontrol", "token", f"username={user}", "lifespan=600"],
+                   timeout=30, check=True).stdout.strip()
+    token = tmp_path / f"{user}.jwt"
+    token.write_text(made + "\n")
+    token.chmod(0o600)
+    table = re.sub(r'token_file = "[^"]*"', f'token_file = "{token}"', _rest_table(tb))
+    path = tmp_path / f"{user}.toml"
+    path.write_text(table + f'workdir = "/home/{user}"\n')
+    return path
+
+
+def test_users_submit_and_operators_resize_over_rest(quiet: Testbed, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    """``malleable submit --config`` to a REST site (alice's own token, no SSH, no Slurm
+    command here) gives a held job of hers, tagged for the service; ``malleable resize``
+    with the service account's REST config grows it and shrinks it, read back by Slurm."""
+    from malleable.cli import main
+    from malleable.site import tag as tags
+
+    tb = quiet
+    _on_user_version(tb)
+    config = _user_table(tb, tmp_path, "alice")
+    assert main(["submit", "--config", str(config), "--site", SITE, "--min", "1", "--max",
+                 "3", "--time", "10", "--", "sleep", "600"]) == 0
+    job = capsys.readouterr().out.strip()
+    shown = _job(tb, job)
+    assert shown["JobState"] == "PENDING" and shown["Reason"] == "JobHeldUser", shown
+    assert shown["UserId"].startswith("alice(") and shown["NumNodes"] in ("1", "1-1")
+    assert shown["WorkDir"] == "/home/alice" and shown["TimeLimit"] == "00:10:00"
+    comment = tb.exec(SITE, ["squeue", "-h", "-j", job, "-o", "%k"], timeout=30,
+                      check=True).stdout.strip()
+    assert (tags.parse(comment, "alice").min_size, tags.parse(comment, "alice").max_size) == (
+        1, 3)
+    # the operator's side over REST: placed at 2 as the site service places (NumNodes, then
+    # release: SiteSlurm.start), then resized with `malleable resize`
+    from malleable.adapters.slurm.sites import ctl_for
+    from malleable.config import load_config
+
+    service = tmp_path / "service.toml"
+    service.write_text(tb.config_toml(rest=True))
+    ctl = ctl_for(load_config(service).site(SITE))
+    try:
+        assert ctl.update_nodes(int(job), "2").rc == 0
+        assert ctl.release(int(job)).rc == 0
+    finally:
+        ctl.runner.close()
+    wait_for(lambda: _job(tb, job).get("JobState") == "RUNNING", 30, "alice's job running")
+    assert _job(tb, job)["NumNodes"] == "2"
+    base = ["resize", "--config", str(service), "--site", SITE, "--json"]
+    assert main([*base, job, "3"]) == 0, capsys.readouterr()
+    grown = json.loads(capsys.readouterr().out)
+    assert grown["outcome"] == "done" and _job(tb, job)["NumNodes"] == "3"
+    assert main([*base, job, "1"]) == 0, capsys.readouterr()
+    assert json.loads(capsys.readouterr().out)["outcome"] == "done"
+    assert _job(tb, job)["NumNodes"] == "1" and _job(tb, job)["JobState"] == "RUNNING"
+    # a token of another user cannot act for alice: bob's REST resize is refused (exit 2)
+    bob = _user_table(tb, tmp_path, "bob")
+    assert main(["resize", "--config", str(bob), "--site", SITE, job, "2"]) == 2
+    assert _job(tb, job)["NumNodes"] == "1"

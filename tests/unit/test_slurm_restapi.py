@@ -55,7 +55,9 @@ def test_job_description_in_both_layouts() -> None:
     assert old["requeue"] is False and old["standard_output"] == "/tmp/x-%j.out"
     new = api.job_description(options, (0, 0, 41), user="malleable", workdir="/tmp",
                               immediate=True)
-    assert (new["minimum_nodes"], new["maximum_nodes"]) == (2, 2)
+    assert new["minimum_nodes"] == 2 and "maximum_nodes" not in new  # as sbatch -N2
+    ranged = api.job_description(["--nodes=2-4"], (0, 0, 41), user="u", workdir="/w")
+    assert (ranged["minimum_nodes"], ranged["maximum_nodes"]) == (2, 4)
     assert new["time_limit"] == {"set": True, "number": 5} and new["shared"] == ["none"]
     assert "USER=malleable" in new["environment"] and new["immediate"] is True
     assert (new["name"], new["comment"], new["partition"]) == ("m.a", "tag", "batch")

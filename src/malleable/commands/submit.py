@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from malleable.errors import InputError
 
 if TYPE_CHECKING:
-    from malleable.config import ClustersConfig
+    from malleable.config import ClustersConfig, SiteConfig
     from malleable.site.submit import Target
 
 
@@ -40,8 +40,9 @@ def register(sub: Any) -> None:
                         "service places one copy once it has found them all")
     p.add_argument("--config", type=Path, metavar="FILE",
                    help="clusters config (docs/slurm.md) naming the --site tables: their kind "
-                        "(slurm or oar) and how to reach them as you (host/user/key: SSH, "
-                        "none: this machine)")
+                        "(slurm or oar) and how to reach them as you (host/user/key: SSH; "
+                        "transport = \"rest\": slurmrestd with your own token, in the "
+                        "table's workdir; none: this machine)")
     p.add_argument("--min", type=int, required=True, metavar="A", help="fewest nodes")
     p.add_argument("--max", type=int, required=True, metavar="B", help="most nodes")
     p.add_argument("--preferred", type=int, metavar="P",
@@ -68,7 +69,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from malleable.adapters.shell import LocalRunner
     from malleable.config import load_config
-    from malleable.site.submit import Submission, submit, submit_to
+    from malleable.site.submit import Submission, check, submit, submit_to
 
     command = list(args.command)
     if command[:1] == ["--"]:
@@ -84,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         if not sites:
             raise InputError("--config: name the site(s) to submit to with --site")
+        check(request)  # bad arguments first, before any token is read
         targets = _targets(load_config(args.config), sites)
         try:
             shown, _ids = submit_to(request, targets)
@@ -94,12 +96,44 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Working directories a REST submission refuses: shared temporary directories, where the
+#: job's output would land at a predictable path.
+SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm")
+
+
 def _targets(config: ClustersConfig, sites: tuple[str, ...]) -> list[Target]:
-    """One target per named site of the config: by SSH as its user, or here."""
+    """One target per named site of the config: by SSH as its user, here, or over REST
+    (slurmrestd with the user's own token: the token's user owns the job)."""
     from malleable.adapters.slurm.sites import runner_for
     from malleable.site.submit import Target
 
     chosen = [config.site(name) for name in sites]  # InputError for an unknown name first
-    return [Target(runner_for(s), s.ssh.user if s.ssh else getpass.getuser(),
+    for s in chosen:
+        if s.rest is not None and s.rest.workdir.rstrip("/") in SHARED_TMP:
+            raise InputError(f"--site {s.name}: a REST submission runs in the table's workdir "
+                             f"({s.rest.workdir!r}, shared by all users): set workdir = "
+                             f'"/home/YOU" (your directory on the cluster) in [clusters.'
+                             f"{s.name}]")
+    return [_rest_target(s) if s.rest is not None else
+            Target(runner_for(s), s.ssh.user if s.ssh else getpass.getuser(),
                    s.slurm_cluster or s.name if s.ssh is None else s.name, s.kind,
                    clusters=s.ssh is None, timeout=s.command_timeout) for s in chosen]
+
+
+def _rest_target(site: SiteConfig) -> Target:
+    """A REST site's target: its slurmrestd and the user its token is for."""
+    from malleable.adapters.slurm.sites import ctl_for
+    from malleable.site.submit import Target
+
+    ctl = ctl_for(site)
+    try:
+        user = ctl.user  # reads the token (ExternalError if it is missing or expired)
+    except BaseException:
+        ctl.runner.close()
+        raise
+    if not user:
+        ctl.runner.close()
+        raise InputError(f"--site {site.name}: the REST token names no Slurm user (no 'sun' "
+                         "claim): set rest_user in the site table")
+    return Target(ctl.runner, user, site.name, site.kind, clusters=False,
+                  timeout=site.command_timeout, ctl=ctl)

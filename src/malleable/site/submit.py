@@ -26,7 +26,12 @@ COMMAND`` with the compact tag of
 :func:`malleable.site.tag.encode_oar` as the job's name; the job id comes from oarsub's
 JSON. A site with a ``host`` is reached by SSH as the config's ``user`` (who must be the
 submitting user: OAR and Slurm take the job's owner from the connection), one without
-runs the command here. A tag too long for OAR's job name (100 characters) is refused
+runs the command here; a Slurm site with ``transport = "rest"`` is reached through its
+slurmrestd with the user's own JWT (``token_file`` or ``token_command``: the job's owner is
+the token's user, named in the tag): the same held, tagged job through ``POST job/submit``
+(:meth:`~malleable.adapters.slurm.rest.RestCtl.submit`), run in the table's ``workdir``
+(which must be set: not a shared temporary directory, since the job's output goes there).
+A tag too long for OAR's job name (100 characters) is refused
 before anything is submitted. ``--mpi`` on an OAR site submits the OAR runner's script
 (:func:`oar_mpi_script`: the program under ``mpirun`` in the base job, its run directory
 in the user's shared home, the agent beside ``mpirun``), written into the home first.
@@ -48,6 +53,7 @@ from pathlib import Path
 from malleable.adapters.oar.ctl import OarCtl
 from malleable.adapters.oar.payload import hms
 from malleable.adapters.shell import CommandRunner
+from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.adapters.slurm.parse import ParseError, parse_sbatch
 from malleable.errors import ExternalError, InputError
 from malleable.runner.launch import Launch, batch_script
@@ -105,6 +111,9 @@ class Target:
     """Name the site to ``sbatch --clusters`` (a submission from another cluster's login
     node); False when the commands run on the site's own login node (SSH)."""
     timeout: float = 30.0
+    ctl: SlurmCtl | None = None
+    """Submit through this transport's :meth:`~SlurmCtl.submit` instead of running
+    ``sbatch`` through ``runner`` (a REST site: slurmrestd with the user's token)."""
 
 
 def check(sub: Submission) -> tags.UserTag:
@@ -180,7 +189,12 @@ def script(command: Sequence[str]) -> str:
 
 
 def sbatch_argv(sub: Submission, comment: str, site: str | None) -> list[str]:
-    argv = ["sbatch", "--parsable", "--hold", f"--nodes={sub.start_size}", "--exclusive",
+    return ["sbatch", "--parsable", *sbatch_options(sub, comment, site)]
+
+
+def sbatch_options(sub: Submission, comment: str, site: str | None) -> list[str]:
+    """The options of a held, tagged copy (``--clusters=SITE`` when ``site`` is given)."""
+    argv = ["--hold", f"--nodes={sub.start_size}", "--exclusive",
             f"--comment={comment}", f"--job-name={_name(sub.command)}"]
     if sub.time is not None:
         argv.append(f"--time={sub.time}")
@@ -217,8 +231,11 @@ def submit_to(sub: Submission, targets: Sequence[Target]) -> tuple[str, list[int
 
 def _sbatch(sub: Submission, tag: tags.UserTag, target: Target) -> int:
     text = mpi_script(sub, target.user) if sub.mpi else script(sub.command)
-    argv = sbatch_argv(sub, tags.encode(tag, target.user),
-                       target.site if target.clusters else None)
+    comment = tags.encode(tag, target.user)
+    if target.ctl is not None:
+        return _submit_through(target.ctl, sbatch_options(sub, comment, None), text,
+                               target.site)
+    argv = sbatch_argv(sub, comment, target.site if target.clusters else None)
     result = target.runner.run(argv, target.timeout, check=False, input=text)
     if result.rc != 0:
         where = f" on {target.site}" if target.site else ""
@@ -228,6 +245,15 @@ def _sbatch(sub: Submission, tag: tags.UserTag, target: Target) -> int:
         return parse_sbatch(result.stdout)
     except ParseError as exc:
         raise ExternalError(f"sbatch: {exc}") from None
+
+
+def _submit_through(ctl: SlurmCtl, options: Sequence[str], text: str, site: str | None) -> int:
+    """The job submitted through a site's transport (``options``: sbatch's, after
+    ``--parsable``); ExternalError saying where it was refused."""
+    try:
+        return ctl.submit(options, text)
+    except (ExternalError, ValueError) as exc:
+        raise ExternalError(f"on {site}: {exc}") from None
 
 
 # ---------------------------------------------------------------- OAR sites

@@ -140,8 +140,11 @@ def job_description(options: Sequence[str], version: tuple[int, int, int], *, us
     if "--nodes" in values:
         low, _, high = values["--nodes"].partition("-")
         if new:
+            # no maximum for one count (sbatch's -N N): an update of ``minimum_nodes`` above
+            # it (the service placing a held job at a larger size) would be refused (2006)
             job["minimum_nodes"] = int(low)
-            job["maximum_nodes"] = int(high or low)
+            if high:
+                job["maximum_nodes"] = int(high)
         else:
             job["nodes"] = values["--nodes"]
     if "--time" in values:
