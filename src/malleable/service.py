@@ -345,7 +345,7 @@ def check_local_commands(sites: Sequence[SiteConfig]) -> None:
     import shutil
 
     for site in sites:
-        if site.ssh is not None:
+        if site.ssh is not None or site.rest is not None:  # SSH, or slurmrestd: no commands
             continue
         missing = [c for c in SITE_COMMANDS.get(site.kind, ()) if shutil.which(c) is None]
         if missing:

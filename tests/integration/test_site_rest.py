@@ -351,3 +351,39 @@ def test_users_submit_and_operators_resize_over_rest(quiet: Testbed, tmp_path: P
     bob = _user_table(tb, tmp_path, "bob")
     assert main(["resize", "--config", str(bob), "--site", SITE, job, "2"]) == 2
     assert _job(tb, job)["NumNodes"] == "1"
+
+
+def test_manager_run_over_rest(quiet: Testbed, tmp_path: Path) -> None:
+    """``malleable manager run`` with both sites over REST (the testbed's REST config: no SSH
+    key, no Slurm command on this machine): 6 jobs of W'm under EGS/PRA, time-scaled, all
+    completed, and every grow the summary counts is seen in Slurm's accounting (the job's
+    last record at its grown size after a RESIZING one)."""
+    import csv
+
+    from malleable.cli import main
+
+    tb = quiet
+    _on_user_version(tb)
+    wait_for(lambda: all(site_quiet(tb, s) for s in ("vu", "uva")), 120, "both sites idle",
+             interval=2.0)
+    config = tmp_path / "rest.toml"
+    config.write_text(tb.config_toml(rest=True))
+    assert "\nkey = " not in config.read_text()  # no SSH key: tokens only
+    out = tmp_path / "run"
+    assert main(["manager", "run", "--config", str(config), "--approach", "pra", "--policy",
+                 "egs", "--workload", "wm-prime", "--jobs", "6", "--time-scale", "0.05",
+                 "--poll", "0.5", "--out", str(out), "--no-figures", "--json"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["completed"] == 6 and summary["stopped"] == "done", summary
+    assert summary["grow_ops"] > 0 and summary["resizes"] == {"done": summary["grow_ops"]}
+    with (out / "jobs.csv").open() as f:
+        grown = {r["job"]: (r["cluster"], int(r["max_size"])) for r in csv.DictReader(f)
+                 if int(r["grows"]) > 0}
+    assert grown
+    for job, (site, size) in grown.items():
+        out_text = tb.exec(site, ["sacct", "-X", "-n", "-P", "--allusers",
+                                  f"--name=m.{summary['run_id']}.{job}",
+                                  "--format=State,NNodes"], timeout=30, check=True).stdout
+        records = [line.split("|") for line in out_text.splitlines() if line.strip()]
+        assert records and records[-1] == ["COMPLETED", str(size)], (job, records)
+        assert any(state == "RESIZING" for state, _ in records), (job, records)
