@@ -27,6 +27,11 @@ class Capability(enum.Enum):
     """Submit a job with a range of sizes and let the resource manager choose."""
     FEEDBACK = "feedback"
     """Report per-job feedback from the application (parallelism, efficiency)."""
+    MPI = "mpi"
+    """Resize ``--mpi`` jobs through their application channel: the site service checks
+    each agent's MUNGE credential with ``unmunge`` on the site (docs/site.md). Declared
+    absent (``missing``) by a transport that runs no command there (REST); the SSH and
+    local transports have it without listing it (no policy asks for it)."""
 
 
 PENDING = -1

@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         if not sites:
             raise InputError("--config: name the site(s) to submit to with --site")
         check(request)  # bad arguments first, before any token is read
-        targets = _targets(load_config(args.config), sites)
+        targets = _targets(load_config(args.config), sites, mpi=request.mpi)
         try:
             shown, _ids = submit_to(request, targets)
         finally:
@@ -101,14 +101,19 @@ def run(args: argparse.Namespace) -> int:
 SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm")
 
 
-def _targets(config: ClustersConfig, sites: tuple[str, ...]) -> list[Target]:
+def _targets(config: ClustersConfig, sites: tuple[str, ...], mpi: bool = False
+             ) -> list[Target]:
     """One target per named site of the config: by SSH as its user, here, or over REST
-    (slurmrestd with the user's own token: the token's user owns the job)."""
+    (slurmrestd with the user's own token: the token's user owns the job; no ``--mpi``)."""
     from malleable.adapters.slurm.sites import runner_for
     from malleable.site.submit import Target
 
     chosen = [config.site(name) for name in sites]  # InputError for an unknown name first
     for s in chosen:
+        if s.rest is not None and mpi:
+            raise InputError(f"--site {s.name}: --mpi jobs are not supported on a site reached "
+                             "over REST (the service cannot check their channel credential "
+                             "with unmunge there): submit to an SSH site, or without --mpi")
         if s.rest is not None and s.rest.workdir.rstrip("/") in SHARED_TMP:
             raise InputError(f"--site {s.name}: a REST submission runs in the table's workdir "
                              f"({s.rest.workdir!r}, shared by all users): set workdir = "

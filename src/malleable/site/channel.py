@@ -46,6 +46,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from malleable.adapters.shell import CommandRunner, Result
+from malleable.errors import ExternalError
 from malleable.runner.nodes import NodeShell
 from malleable.site.agent import LineReader, payload, send
 from malleable.site.gate import Gate, Limits, Registration, Tally
@@ -91,8 +92,12 @@ def parse_unmunge(text: str) -> Decoded:
 
 
 def unmunge(runner: CommandRunner, credential: str, timeout: float = 30.0) -> Decoded:
-    """Decode a credential on the site (``unmunge``, the credential on stdin)."""
-    result = runner.run(["unmunge"], timeout, check=False, input=credential + "\n")
+    """Decode a credential on the site (``unmunge``, the credential on stdin); a runner
+    that cannot run it (a REST site's) gives a refusal saying why."""
+    try:
+        result = runner.run(["unmunge"], timeout, check=False, input=credential + "\n")
+    except ExternalError as exc:
+        return Decoded(False, "", "", str(exc))
     decoded = parse_unmunge(result.stdout)
     if result.rc != 0 and decoded.ok:
         return Decoded(False, decoded.user, decoded.payload, f"unmunge exit {result.rc}")

@@ -54,6 +54,10 @@ logger = logging.getLogger(__name__)
 #: Why a grow is refused on APIs before v0.0.40 (the resize's reason, shown in status).
 NO_ALLOCATE = ("slurmrestd {version} has no job/allocate (Slurm 22.05): a helper allocation "
                "cannot be made through REST, so this site does not grow jobs")
+#: Why ``--mpi`` jobs are refused on a REST site (the ``MPI`` capability's reason).
+NO_MUNGE = ("the site is reached over REST: the service cannot run `unmunge` there to check "
+            "an --mpi job's channel credential (slurmrestd decodes no MUNGE credential), so "
+            "--mpi jobs are not supported on this site; use an SSH site for them")
 #: Seconds before a token's expiry at which it is renewed.
 RENEW_BEFORE = 60.0
 #: Seconds between two tries of a helper allocation Slurm answered busy.
@@ -259,6 +263,8 @@ class _NoCommands:
 
     def run(self, argv: Sequence[str], timeout: float, *, input: str | None = None,
             check: bool = True) -> Result:
+        if list(argv[:1]) == ["unmunge"]:
+            raise ExternalError(NO_MUNGE)
         raise ExternalError(f"a REST site runs no commands (asked: {' '.join(argv)[:80]})")
 
     def close(self) -> None:
@@ -283,11 +289,13 @@ class RestCtl(SlurmCtl):
         pass  # the token says who we are
 
     def missing(self) -> dict[str, str]:
-        """``EXPAND`` on APIs without ``job/allocate`` (asks the server's version)."""
+        """``MPI`` always (no ``unmunge`` over REST: :data:`NO_MUNGE`); ``EXPAND`` on APIs
+        without ``job/allocate`` (asks the server's version)."""
         version = self.client.version()
         if api.can_allocate(version):
-            return {}
-        return {"EXPAND": NO_ALLOCATE.format(version=api.version_text(version))}
+            return {"MPI": NO_MUNGE}
+        return {"EXPAND": NO_ALLOCATE.format(version=api.version_text(version)),
+                "MPI": NO_MUNGE}
 
     def _answer(self, method: str, path: str, body: Mapping[str, Any] | None = None,
                 params: Mapping[str, str] | None = None) -> tuple[int, dict[str, Any]]:
