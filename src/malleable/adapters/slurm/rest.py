@@ -57,7 +57,7 @@ NO_ALLOCATE = ("slurmrestd {version} has no job/allocate (Slurm 22.05): a helper
 #: Why ``--mpi`` jobs are refused on a REST site (the ``MPI`` capability's reason).
 NO_MUNGE = ("the site is reached over REST: the service cannot run `unmunge` there to check "
             "an --mpi job's channel credential (slurmrestd decodes no MUNGE credential), so "
-            "--mpi jobs are not supported on this site; use an SSH site for them")
+            "--mpi jobs are not supported on this site")
 #: Seconds before a token's expiry at which it is renewed.
 RENEW_BEFORE = 60.0
 #: Seconds between two tries of a helper allocation Slurm answered busy.
