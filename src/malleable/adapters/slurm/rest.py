@@ -215,9 +215,12 @@ class RestClient:
             token = self.tokens.get(renew=attempt == 1)
             headers = {"X-SLURM-USER-TOKEN": token, "X-SLURM-USER-NAME": self.user}
             try:
+                # verify per request: requests lets REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE in
+                # the environment override a session's verify, so tls_ca would be ignored
                 answer = self.session().request(
                     method, self.url + path, json=body, params=params, headers=headers,
-                    timeout=(self.connect_timeout, timeout or self.timeout))
+                    timeout=(self.connect_timeout, timeout or self.timeout),
+                    verify=self.verify)
             except requests.RequestException as exc:
                 raise ExternalError(f"slurmrestd {self.url}: {type(exc).__name__}: "
                                     f"{str(exc)[:200]}") from None
