@@ -282,8 +282,11 @@ def test_a_helper_over_ssh_is_charged_like_its_job(quiet: Testbed, tmp_path: Pat
 USER_VERSION = "24.11"
 
 
-def _on_user_version(tb: Testbed) -> None:
-    version = tb.record().slurm
+@pytest.fixture
+def user_version(versioned_testbed: Testbed) -> None:
+    """Skip on every version but :data:`USER_VERSION`, before ``quiet``'s waits (name it
+    first among a test's fixtures)."""
+    version = versioned_testbed.record().slurm
     if version != USER_VERSION:
         pytest.skip(f"run on Slurm {USER_VERSION} only (REST API v0.0.40+ family; this "
                     f"testbed is {version})")
@@ -303,7 +306,8 @@ def _user_table(tb: Testbed, tmp_path: Path, user: str) -> Path:
     return path
 
 
-def test_users_submit_and_operators_resize_over_rest(quiet: Testbed, tmp_path: Path,
+def test_users_submit_and_operators_resize_over_rest(user_version: None, quiet: Testbed,
+                                                     tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]
                                                      ) -> None:
     """``malleable submit --config`` to a REST site (alice's own token, no SSH, no Slurm
@@ -313,7 +317,6 @@ def test_users_submit_and_operators_resize_over_rest(quiet: Testbed, tmp_path: P
     from malleable.site import tag as tags
 
     tb = quiet
-    _on_user_version(tb)
     config = _user_table(tb, tmp_path, "alice")
     assert main(["submit", "--config", str(config), "--site", SITE, "--min", "1", "--max",
                  "3", "--time", "10", "--", "sleep", "600"]) == 0
@@ -354,7 +357,7 @@ def test_users_submit_and_operators_resize_over_rest(quiet: Testbed, tmp_path: P
     assert _job(tb, job)["NumNodes"] == "1"
 
 
-def test_manager_run_over_rest(quiet: Testbed, tmp_path: Path) -> None:
+def test_manager_run_over_rest(user_version: None, quiet: Testbed, tmp_path: Path) -> None:
     """``malleable manager run`` with both sites over REST (the testbed's REST config: no SSH
     key, no Slurm command on this machine): 6 jobs of W'm under EGS/PRA, time-scaled, all
     completed, and every grow the summary counts is seen in Slurm's accounting (the job's
@@ -364,7 +367,6 @@ def test_manager_run_over_rest(quiet: Testbed, tmp_path: Path) -> None:
     from malleable.cli import main
 
     tb = quiet
-    _on_user_version(tb)
     wait_for(lambda: all(site_quiet(tb, s) for s in ("vu", "uva")), 120, "both sites idle",
              interval=2.0)
     config = tmp_path / "rest.toml"
