@@ -24,6 +24,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.collections import PolyCollection
 from matplotlib.patches import Patch
 
 if TYPE_CHECKING:
@@ -230,8 +231,7 @@ def _gantt_bars(arrays: _Arrays, path: Path, title: str) -> None:
     left = arrays.x(arrays.step_time[done])
     width = arrays.x(arrays.step_end[done]) - left
     colors = [COLORS[c % len(COLORS)] if c >= 0 else "black" for c in arrays.cluster[job]]
-    ax.barh(job, width, left=left, height=np.maximum(height, 0.08), color=colors,
-            linewidth=0)
+    _bars(ax, job, left, width, np.maximum(height, 0.08), colors)
     rejected = np.flatnonzero(np.isnan(arrays.start))
     if rejected.size:
         ax.plot(arrays.x(arrays.submit[rejected]), rejected, "x", color="black",
@@ -247,6 +247,19 @@ def _gantt_bars(arrays: _Arrays, path: Path, title: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _bars(ax: Any, y: np.ndarray, left: np.ndarray, width: np.ndarray, height: Any,
+          colors: Any) -> None:
+    """Horizontal bars as ``ax.barh`` draws them, but as one collection: one artist, not one
+    Rectangle each (a patch per bar cost about half the Gantt chart's CPU at 300 jobs, 80 %
+    at 1,500)."""
+    half = np.broadcast_to(height, y.shape) / 2
+    right = left + width
+    boxes = np.stack([np.stack([left, y - half], 1), np.stack([left, y + half], 1),
+                      np.stack([right, y + half], 1), np.stack([right, y - half], 1)], 1)
+    ax.add_collection(PolyCollection(boxes, facecolors=colors, linewidths=0))
+    ax.set_xlim(left=0.0)  # times from a submission: none before 0
 
 
 def _spread(row: np.ndarray, a: np.ndarray, b: np.ndarray, weight: np.ndarray,
@@ -304,11 +317,11 @@ def _gantt_binned(arrays: _Arrays, path: Path, title: str) -> None:
     scale = 3600.0 if np.nanmax(np.append(wait + execution, 0.0)) > 3 * 3600 else 1.0
     unit = "h" if scale > 1 else "s"
     largest = float(np.nanmax(np.append(size, 1.0)))
-    right.barh(centre, np.nan_to_num(wait) / scale, height=per_row * 0.9, color="0.6",
-               label="mean wait")
-    right.barh(centre, np.nan_to_num(execution) / scale, left=np.nan_to_num(wait) / scale,
-               height=per_row * 0.9 * np.nan_to_num(size) / largest, color="tab:blue",
-               label=f"mean execution (thickest: {largest:.1f} nodes on average)")
+    waits = np.nan_to_num(wait) / scale
+    _bars(right, centre, np.zeros(rows), waits, per_row * 0.9, "0.6")
+    _bars(right, centre, waits, np.nan_to_num(execution) / scale,
+          per_row * 0.9 * np.nan_to_num(size) / largest, "tab:blue")
+    right.autoscale_view()
     rejected = _row_mean(row_of, np.isnan(arrays.start).astype(float), rows)
     if np.nansum(rejected) > 0:
         hit = rejected > 0
@@ -316,7 +329,9 @@ def _gantt_binned(arrays: _Arrays, path: Path, title: str) -> None:
                    label="rows with rejected jobs")
     right.set_xlabel(f"time since the job's submission ({unit})")
     right.set_title("the typical job of each row: waits, then runs", fontsize=9)
-    right.legend(loc="upper right", fontsize=8)
+    right.legend(handles=[Patch(color="0.6", label="mean wait"), Patch(
+        color="tab:blue", label=f"mean execution (thickest: {largest:.1f} nodes on average)"),
+        *right.get_legend_handles_labels()[0]], loc="upper right", fontsize=8)
     left.set_ylim(n, 0)
     fig.suptitle(f"{title + ': ' if title else ''}{n:,} jobs aggregated ({rows} rows of "
                  f"{per_row} consecutive jobs, {BINS} time bins)", fontsize=10)
