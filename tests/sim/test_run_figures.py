@@ -160,3 +160,29 @@ def test_without_matplotlib_the_tables_are_written_and_a_warning_says_why(
     trace = RunTrace.of([_record("1", [(0.0, 2)], 10.0)], [Lane("a", 16)])
     assert draw_figures(trace, tmp_path) == []
     assert "no figures drawn" in caplog.text and list(tmp_path.iterdir()) == []
+
+
+def test_the_figures_of_a_small_run_read_as_they_should(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen on a testbed ``manager run`` (issue 40, round two): the Gantt chart's one-line
+    title was cut at both sides, its rows were labelled 0.0, 2.5, ... (jobs are whole), an
+    empty queue was drawn on a 0.00-0.05 "jobs" axis, and nothing said where each run
+    ended when a real run and its twin are set side by side on their own time axes."""
+    trace = RunTrace.of([_record("1", [(5.0, 2), (10.0, 8)], 30.0),
+                         _record("2", [(0.0, 4)], 12.0), _record("3", [(1.0, 2)], 9.0)],
+                        [Lane("a", 16)])
+    figures = _figures(monkeypatch)
+    runplots.draw_run(trace, tmp_path, "wl · pol · real run x")
+    gantt = figures[1]
+    for fig in figures:
+        head, what = fig._suptitle.get_text().split("\n")
+        assert what
+        assert head == "wl · pol · real run x; last job ended at 30 s", head
+    assert "3 jobs" in gantt._suptitle.get_text()
+    rows = gantt.axes[0].get_yticks()
+    assert rows.size and all(float(r).is_integer() for r in rows), rows
+    figures.clear()
+    runplots.draw_run(RunTrace.of([_record("1", [(0.0, 2)], 10.0)], [Lane("a", 16)]),
+                      tmp_path)  # no job ever waits
+    queue = figures[0].axes[0]
+    assert queue.get_ylim()[1] >= 1.0 and all(float(v).is_integer() for v in queue.get_yticks())
