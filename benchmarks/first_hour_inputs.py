@@ -7,6 +7,13 @@ stderr naming the problem (``FILE:LINE: ...`` for a line of a file), and no ``--
 behind. ``--quick`` tries one input per class (a smoke test). Exit status 1 if any input was
 not refused cleanly.
 
+Issue 40 added, besides the refusals: runs that must go on with a warning (``--workers``
+above the cores, a job past its requested time under EASY), ``simulate --out`` saying what
+it wrote (the figures included), and every command's ``--help`` loading no heavy module
+(numpy, matplotlib, paramiko, the simulator ...). ``{BUSY}`` in a case is a port this script
+holds while it runs; a case marked ``unprivileged`` runs as ``nobody`` (``setpriv``) when this
+script runs as root, and is skipped when it cannot be.
+
     python3 benchmarks/first_hour_inputs.py [--quick]
 """
 
@@ -16,6 +23,9 @@ import argparse
 import csv
 import json
 import os
+import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -34,6 +44,8 @@ class Case:
     files: dict[str, bytes]
     codes: tuple[int, ...] = (2,)
     needs: str = ""  # a text stderr must contain ("{F}" stands for the first file's path)
+    readonly: str = ""  # a directory (under the case's folder) made read-only first
+    unprivileged: bool = False  # run as nobody when root (root writes anywhere)
 
 
 def swf_line(**fields: str) -> str:
@@ -151,6 +163,16 @@ def round_two() -> list[Case]:
         Case(start, "simulate --out whose jobs.csv cannot be written",
              ["simulate", "--out", "{TMP}/o"], {"o/jobs.csv/keep": b""},
              needs="jobs.csv: cannot write"),
+        Case(start, "simulate --out into a read-only existing directory",
+             ["simulate", "--out", "{TMP}/ro"], {}, needs="cannot write in the output "
+             "directory", readonly="ro", unprivileged=True),
+        Case(start, "coorm serve --port in use", ["coorm", "serve", "--port", "{BUSY}"], {},
+             codes=(3,), needs="already in use"),
+        Case(start, "manager serve with its metrics port in use",
+             ["manager", "serve", "--config", "{F}", "--allow-root"],
+             {"m.toml": b'[service]\nstate = "s/state.sqlite"\nmetrics = "127.0.0.1:{BUSY}"\n'
+                        b'[policy]\nname = "fpsma"\n[clusters.nowhere]\ncommand_timeout = 5\n'},
+             needs="cannot listen on 127.0.0.1:{BUSY}"),
         Case(start, "--platform TOML with reserve >= nodes", platform,
              {"p.toml": b"[clusters.a]\nnodes = 4\nreserve = 4\n"},
              needs="{F}: clusters.a.reserve"),
@@ -189,6 +211,75 @@ AGREE = [  # (name, simulate options): outputs that must agree with each other
 ]
 
 
+WARN = [  # (name, argv, what a warning must say): runs that go on, bounded, and say so
+    ("experiment --workers 100000 (533 processes in 20 s on main 5ad7fe8)",
+     ["experiment", "coorm", "--quick", "--workers", "100000", "--json", "--out", "{OUT}"],
+     "--workers 100000: using"),
+    ("a job past its requested time under EASY",
+     ["simulate", "--workload", "{F}", "--platform", "128", "--policy", "easy", "--json",
+      "--out", "{OUT}"], "ran past their requested time"),
+]
+
+
+def warned(argv: list[str], needs: str, tmp: Path) -> tuple[bool, str]:
+    """The run ends (exit 0) and a ``malleable: warning:`` line says ``needs``."""
+    trace = tmp / "w.swf"
+    trace.write_text(swf_line(f4="900", f9="600") + "\n")  # ran 900 s of its 600 requested
+    argv = [a.replace("{F}", str(trace)).replace("{OUT}", str(tmp / "out")) for a in argv]
+    # its own process group, killed whole on a timeout: on main 5ad7fe8 the --workers case
+    # forks thousands of pool processes that would outlive their parent
+    proc = subprocess.Popen([sys.executable, "-m", "malleable", *argv], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+                            start_new_session=True)
+    try:
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return False, "still running after 120 s (killed)"
+    said = [line for line in err.splitlines()
+            if line.startswith("malleable: warning:") and needs in line]
+    ok = proc.returncode == 0 and len(said) == 1 and "Traceback" not in err
+    return ok, f"exit {proc.returncode}; " + (said[0] if said else f"no warning {needs!r}")
+
+
+HEAVY = ("numpy", "matplotlib", "paramiko", "cryptography", "prometheus_client", "docker",
+         "malleable.sim", "concurrent.futures", "submitit")
+_LEAVES = """
+import argparse, json
+from malleable.cli import build_parser
+def leaves(p, prefix=()):
+    subs = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return [list(prefix)]
+    return [leaf for name, c in subs[0].choices.items() for leaf in leaves(c, (*prefix, name))]
+print(json.dumps(leaves(build_parser())))
+"""
+_LOADED = ("import sys\nfrom malleable.cli import main\ntry:\n    main(sys.argv[1:])\n"
+           "except SystemExit:\n    pass\n"
+           f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
+
+
+def help_commands() -> list[list[str]]:
+    """Every leaf command of the parser (``experiment koala``, ``manager serve`` ...)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, "-c", _LEAVES], capture_output=True, text=True,
+                          env=env, timeout=60, check=True)
+    found: list[list[str]] = json.loads(done.stdout)
+    return [[], *found]
+
+
+def help_is_light(argv: list[str]) -> tuple[bool, str]:
+    """``malleable ARGV --help`` prints its usage and loads none of :data:`HEAVY`."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, "-c", _LOADED, *argv, "--help"],
+                          capture_output=True, text=True, env=env, timeout=60, check=False)
+    loaded = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "?"
+    ok = "usage: malleable" in done.stdout and loaded == "[]"
+    return ok, f"loaded {loaded}"
+
+
 def agree(name: str, options: list[str], tmp: Path) -> tuple[bool, str]:
     """jobs.csv's resizes sum to the summary's grow + shrink operations, its floats carry no
     noise (at most 6 decimals), and the run exits 0."""
@@ -212,23 +303,49 @@ def agree(name: str, options: list[str], tmp: Path) -> tuple[bool, str]:
     noisy = [v for r in rows for v in r.values() if "." in v and len(v.split(".")[1]) > 6]
     # every job ended or was refused, and the summary says which (issue 40)
     ended = summary["completed"] + summary.get("rejected", 0) == summary["jobs"]
-    ok = resizes == ops and not noisy and len(rows) == summary["jobs"] and ended
+    # and it says what it wrote, the run's figures included (issue 40)
+    files = [out / n for n in ("jobs.csv", "summary.json", "usage.png", "gantt.png")]
+    wrote = f"malleable: wrote {', '.join(map(str, files))}" in proc.stderr.splitlines()
+    ok = (resizes == ops and not noisy and len(rows) == summary["jobs"] and ended and wrote
+          and all(f.exists() for f in files))
     return ok, (f"resizes column {resizes}, grow+shrink {ops}, noisy cells {len(noisy)}, "
                 f"completed {summary['completed']} + rejected {summary.get('rejected')} of "
-                f"{summary['jobs']}")
+                f"{summary['jobs']}, {'said' if wrote else 'did not say'} what it wrote")
+
+
+def _nobody() -> list[str] | None:
+    """The prefix that runs a command as nobody ([] when not root; None when impossible)."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        return None
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
 def run_case(case: Case, tmp: Path) -> tuple[bool, str]:
+    with socket.create_server(("127.0.0.1", 0)) as busy:  # the port {BUSY} stands for
+        return _run_case(case, tmp, str(busy.getsockname()[1]))
+
+
+def _run_case(case: Case, tmp: Path, port: str) -> tuple[bool, str]:
     for name, data in case.files.items():
         (tmp / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp / name).write_bytes(data)
+        (tmp / name).write_bytes(data.replace(b"{BUSY}", port.encode()))
+    prefix = _nobody() if case.unprivileged else []
+    if prefix is None:
+        return True, "skipped: root without setpriv"
+    if case.readonly:
+        tmp.chmod(0o755)  # nobody must reach it
+        (tmp / case.readonly).mkdir()
+        (tmp / case.readonly).chmod(0o555)
     first = str(tmp / next(iter(case.files))) if case.files else ""
     out = tmp / "out"
     argv = [a.replace("{F}", first).replace("{OUT}", str(out)).replace("{TMP}", str(tmp))
-            for a in case.argv]
+            .replace("{BUSY}", port) for a in case.argv]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    proc = subprocess.run([sys.executable, "-m", "malleable", *argv], capture_output=True,
-                          text=True, env=env, timeout=120, cwd=tmp, check=False)
+    proc = subprocess.run([*prefix, sys.executable, "-m", "malleable", *argv],
+                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp,
+                          check=False)
     err = proc.stderr.strip()
     problems = []
     if proc.returncode not in case.codes:
@@ -237,7 +354,7 @@ def run_case(case: Case, tmp: Path) -> tuple[bool, str]:
         problems.append("traceback")
     if len(err.splitlines()) != 1:
         problems.append(f"{len(err.splitlines())} lines on stderr")
-    needs = case.needs.replace("{F}", first)
+    needs = case.needs.replace("{F}", first).replace("{BUSY}", port)
     if needs and needs not in err:
         problems.append(f"no {needs!r}")
     if out.exists():
@@ -273,12 +390,31 @@ def main(argv: list[str] | None = None) -> int:
         bad += not clean
         if args.verbose or not clean:
             print(f"{'ok ' if clean else 'BAD'} {name}: {detail}")
+    for name, argv, needs in WARN[:1] if args.quick else WARN:
+        with tempfile.TemporaryDirectory() as tmp:
+            clean, detail = warned(argv, needs, Path(tmp))
+        bad += _count(table, "bounded or warned, and ran (issue 40)", clean)
+        if args.verbose or not clean:
+            print(f"{'ok ' if clean else 'BAD'} {name}: {detail}")
+    for argv in help_commands()[:2] if args.quick else help_commands():
+        clean, detail = help_is_light(argv)
+        bad += _count(table, "--help loads nothing heavy (issue 40)", clean)
+        if args.verbose or not clean:
+            print(f"{'ok ' if clean else 'BAD'} malleable {' '.join(argv)} --help: {detail}")
     print("| class | tried | refused cleanly |\n|---|---|---|")
     for klass, (tried, clean) in table.items():
         print(f"| {klass} | {tried} | {clean} |")
     total = sum(t for t, _ in table.values())
     print(f"| **total** | {total} | {total - bad} |")
     return 1 if bad else 0
+
+
+def _count(table: dict[str, list[int]], klass: str, clean: bool) -> int:
+    """Count one input of ``klass`` in ``table``; 1 when it was not handled cleanly."""
+    row = table.setdefault(klass, [0, 0])
+    row[0] += 1
+    row[1] += clean
+    return int(not clean)
 
 
 if __name__ == "__main__":

@@ -533,7 +533,8 @@ def finish(run: ManagerRun, out: Path, stopped: str, compare_sim: bool = False,
     write_records(out / "jobs.csv", records, run.manager.operations)
     lanes = [Lane(name, site_nodes(run, name)) for name in run.adapters]
     if figures:
-        title = f"{run.info.workload} · {run.policy.label()} · real run {run.info.run_id}"
+        title = (f"{run.info.workload} · {run.policy.label()} · real run {run.info.run_id} "
+                 f"(model seconds: the testbed ran them x{run.info.time_scale:g})")
         draw_figures(RunTrace.of(records, lanes), out, title)
     if compare_sim:
         summary["simulated"] = simulate_twin(run, out / "simulated", figures)

@@ -1,20 +1,19 @@
 """``malleable experiment NAME``: reproduce a paper's experiments.
 
-An experiment's module (its options, figures and their plotting libraries) is imported
-only when that experiment is chosen: ``malleable --help`` and the other commands never
-load matplotlib for it.
+Building the parser imports an experiment's ``options`` module only (when that experiment
+is named): its runs, the simulator, numpy and the plotting libraries, and the executor,
+are imported when it runs, so ``--help`` starts at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 from collections.abc import Sequence
 from typing import Any
 
 from malleable.errors import InputError
-from malleable.experiments import EXPERIMENTS, executor
+from malleable.experiments import EXPERIMENTS, executor_options
 
 
 class _LazyExperiments(argparse._SubParsersAction):  # type: ignore[type-arg]
@@ -30,10 +29,14 @@ class _LazyExperiments(argparse._SubParsersAction):  # type: ignore[type-arg]
 def _populate(p: argparse.ArgumentParser, name: str) -> None:
     if p.get_default("func") is not None:
         return
-    mod = importlib.import_module(EXPERIMENTS[name][0])
-    mod.add_arguments(p)
-    executor.add_arguments(p)
-    p.set_defaults(func=_runner(mod))
+    importlib.import_module(options_module(name)).add_arguments(p)
+    executor_options.add_arguments(p)
+    p.set_defaults(func=_runner(EXPERIMENTS[name][0]))
+
+
+def options_module(name: str) -> str:
+    """The module with experiment ``name``'s options: ``options`` beside its runs."""
+    return EXPERIMENTS[name][0].rsplit(".", 1)[0] + ".options"
 
 
 def register(sub: Any) -> None:
@@ -45,9 +48,7 @@ def register(sub: Any) -> None:
     parser.register("action", "lazy_parsers", _LazyExperiments)
     exp_sub = parser.add_subparsers(dest="experiment", metavar="NAME", action="lazy_parsers")
     exp_sub.required = True
-    for name, (module, summary) in EXPERIMENTS.items():
-        if importlib.util.find_spec(module) is None:
-            continue  # not built yet
+    for name, (_, summary) in EXPERIMENTS.items():
         exp_sub.add_parser(name, help=summary, description=summary)
 
 
@@ -80,10 +81,12 @@ def bound_loads(args: argparse.Namespace) -> None:
                                  f"{limit:,} (a sweep that would run for days)")
 
 
-def _runner(mod: Any) -> Any:
+def _runner(module: str) -> Any:
     def run(args: argparse.Namespace) -> int:
+        from malleable.experiments import executor
+
         bound_loads(args)
         executor.from_args(args)  # checked before any output (--executor slurm off a cluster)
-        return int(mod.run(args))
+        return int(importlib.import_module(module).run(args))
 
     return run

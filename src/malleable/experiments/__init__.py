@@ -1,13 +1,14 @@
 """Reproductions of the published experiments, one subpackage per paper.
 
-``koala/``, ``dmrlib/``, ``acds/`` and ``coorm/``; each has an ``experiment`` module,
-named in :data:`EXPERIMENTS`, that exposes::
+``koala/``, ``dmrlib/``, ``acds/``, ``coorm/`` and ``elastic/``; each has an ``options``
+module and an ``experiment`` module (named in :data:`EXPERIMENTS`)::
 
-    def add_arguments(parser: argparse.ArgumentParser) -> None  # its own options
-    def run(args: argparse.Namespace) -> int                     # exit code
+    options.add_arguments(parser: argparse.ArgumentParser) -> None  # its own options
+    experiment.run(args: argparse.Namespace) -> int                  # exit code
 
-and ``malleable experiment NAME`` dispatches to it (common options: ``--out DIR``,
-``--json``).
+and ``malleable experiment NAME`` dispatches to them (common options: ``--out DIR``,
+``--json``, and :mod:`.executor_options`). ``options`` imports nothing heavy (no
+simulator, numpy or plotting library): it is what ``--help`` loads.
 """
 
 from __future__ import annotations

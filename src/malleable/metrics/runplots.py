@@ -24,7 +24,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.collections import PolyCollection
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -181,7 +183,9 @@ def _usage(arrays: _Arrays, path: Path, title: str) -> None:
     ax.step(x, y, where=where, color="tab:red", linewidth=1.0)
     ax.fill_between(x, y, step=where, color="tab:red", alpha=0.25)
     ax.set_ylabel("jobs\nwaiting", rotation=0, ha="right", va="center")
-    ax.set_ylim(bottom=0)
+    # an empty queue drawn on 0 to 1 job, not on matplotlib's 0.00 to 0.05 "jobs"
+    ax.set_ylim(0, max(1.0, float(np.nanmax(y))) * 1.08)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     for row, (label, lanes, nodes) in enumerate(panels, start=1):
         ax = axes[row][0]
         color = COLORS[(row - 1) % len(COLORS)]
@@ -194,8 +198,8 @@ def _usage(arrays: _Arrays, path: Path, title: str) -> None:
                       fontsize=8)
     axes[-1][0].set_xlabel(f"time since the first submission ({arrays.unit})")
     note = (f" (means over {BINS} time bins)" if binned else "")
-    fig.suptitle(f"{title + ': ' if title else ''}jobs waiting, and nodes in use per "
-                 f"cluster (dashed: its nodes){note}", fontsize=10)
+    fig.suptitle(_heading(title, arrays, f"jobs waiting, and nodes in use per cluster "
+                                         f"(dashed: its nodes){note}"), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -230,8 +234,7 @@ def _gantt_bars(arrays: _Arrays, path: Path, title: str) -> None:
     left = arrays.x(arrays.step_time[done])
     width = arrays.x(arrays.step_end[done]) - left
     colors = [COLORS[c % len(COLORS)] if c >= 0 else "black" for c in arrays.cluster[job]]
-    ax.barh(job, width, left=left, height=np.maximum(height, 0.08), color=colors,
-            linewidth=0)
+    _bars(ax, job, left, width, np.maximum(height, 0.08), colors)
     rejected = np.flatnonzero(np.isnan(arrays.start))
     if rejected.size:
         ax.plot(arrays.x(arrays.submit[rejected]), rejected, "x", color="black",
@@ -241,12 +244,27 @@ def _gantt_bars(arrays: _Arrays, path: Path, title: str) -> None:
     ax.set_xlabel(f"time since the first submission ({arrays.unit})")
     handles = _legend(arrays)
     ax.legend(handles=handles, loc="upper right", fontsize=8, ncol=2)
-    fig.suptitle(f"{title + ': ' if title else ''}{n} jobs: grey while waiting, then a bar "
-                 f"as thick as the job's size (thickest: {largest:.0f} nodes); a malleable "
-                 "job's grows and shrinks are steps", fontsize=9)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # rows are jobs: no row 2.5
+    fig.suptitle(_heading(title, arrays, f"{n} jobs: grey while waiting, then a bar as thick "
+                                         f"as the job's size (thickest: {largest:.0f} nodes); "
+                                         "a malleable job's grows and shrinks are steps"),
+                 fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _bars(ax: Any, y: np.ndarray, left: np.ndarray, width: np.ndarray, height: Any,
+          colors: Any) -> None:
+    """Horizontal bars as ``ax.barh`` draws them, but as one collection: one artist, not one
+    Rectangle each (a patch per bar cost about half the Gantt chart's CPU at 300 jobs, 80 %
+    at 1,500)."""
+    half = np.broadcast_to(height, y.shape) / 2
+    right = left + width
+    boxes = np.stack([np.stack([left, y - half], 1), np.stack([left, y + half], 1),
+                      np.stack([right, y + half], 1), np.stack([right, y - half], 1)], 1)
+    ax.add_collection(PolyCollection(list(boxes), facecolors=colors, linewidths=0))
+    ax.set_xlim(left=0.0)  # times from a submission: none before 0
 
 
 def _spread(row: np.ndarray, a: np.ndarray, b: np.ndarray, weight: np.ndarray,
@@ -304,11 +322,11 @@ def _gantt_binned(arrays: _Arrays, path: Path, title: str) -> None:
     scale = 3600.0 if np.nanmax(np.append(wait + execution, 0.0)) > 3 * 3600 else 1.0
     unit = "h" if scale > 1 else "s"
     largest = float(np.nanmax(np.append(size, 1.0)))
-    right.barh(centre, np.nan_to_num(wait) / scale, height=per_row * 0.9, color="0.6",
-               label="mean wait")
-    right.barh(centre, np.nan_to_num(execution) / scale, left=np.nan_to_num(wait) / scale,
-               height=per_row * 0.9 * np.nan_to_num(size) / largest, color="tab:blue",
-               label=f"mean execution (thickest: {largest:.1f} nodes on average)")
+    waits = np.nan_to_num(wait) / scale
+    _bars(right, centre, np.zeros(rows), waits, per_row * 0.9, "0.6")
+    _bars(right, centre, waits, np.nan_to_num(execution) / scale,
+          per_row * 0.9 * np.nan_to_num(size) / largest, "tab:blue")
+    right.autoscale_view()
     rejected = _row_mean(row_of, np.isnan(arrays.start).astype(float), rows)
     if np.nansum(rejected) > 0:
         hit = rejected > 0
@@ -316,12 +334,26 @@ def _gantt_binned(arrays: _Arrays, path: Path, title: str) -> None:
                    label="rows with rejected jobs")
     right.set_xlabel(f"time since the job's submission ({unit})")
     right.set_title("the typical job of each row: waits, then runs", fontsize=9)
-    right.legend(loc="upper right", fontsize=8)
+    right.legend(handles=[Patch(color="0.6", label="mean wait"), Patch(
+        color="tab:blue", label=f"mean execution (thickest: {largest:.1f} nodes on average)"),
+        *right.get_legend_handles_labels()[0]], loc="upper right", fontsize=8)
     left.set_ylim(n, 0)
-    fig.suptitle(f"{title + ': ' if title else ''}{n:,} jobs aggregated ({rows} rows of "
-                 f"{per_row} consecutive jobs, {BINS} time bins)", fontsize=10)
+    fig.suptitle(_heading(title, arrays, f"{n:,} jobs aggregated ({rows} rows of "
+                 f"{per_row} consecutive jobs, {BINS} time bins)"),
+                 fontsize=10)
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def _heading(title: str, arrays: _Arrays, what: str) -> str:
+    """A figure's title: the run's name and when its last job ended (figures of two runs,
+    a real one and its simulated twin, have their own time axes: compare the ends), then
+    what the figure shows, on a line of its own (one line was cut at both sides)."""
+    ended = arrays.end[~np.isnan(arrays.end)]
+    last = arrays.x(np.array(float(ended.max()))) if ended.size else None
+    end = "" if last is None else f"last job ended at {float(last):,.0f} {arrays.unit}"
+    head = "; ".join(part for part in (title, end) if part)
+    return f"{head}\n{what}" if head else what
 
 
 def _row_mean(row: np.ndarray, values: np.ndarray, rows: int) -> np.ndarray:

@@ -31,9 +31,9 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from malleable import argtypes
 from malleable.errors import InputError
 from malleable.experiments import executor as executors
+from malleable.experiments.coorm.options import add_arguments as add_arguments
 from malleable.experiments.coorm.runs import RunOutcome, RunSpec, Setup, quartiles, run_one
 from malleable.metrics.summary import write_summary
 from malleable.workloads.swf import read_swf
@@ -55,40 +55,6 @@ class Plan:
     workers: int
     quick: bool = False
     specs: list[RunSpec] = field(default_factory=list)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, type=Path,
-                        help="directory for fig6.png, fig7.png, report.md and summary.json "
-                             "(also as results.json, its older name)")
-    parser.add_argument("--json", action="store_true",
-                        help="print the key numbers per cluster count as JSON on stdout")
-    parser.add_argument("--quick", action="store_true",
-                        help="a tiny version (2 small clusters, 20 jobs) that runs in seconds")
-    parser.add_argument("--clusters", default=None,
-                        help="cluster counts for Fig. 6, e.g. 1-8 or 1,2,4,8 (default 1-8)")
-    parser.add_argument("--instances", type=int, default=None,
-                        help="workload instances per point of Fig. 6 (default 2)")
-    parser.add_argument("--jobs-per-pack", dest="jobs", type=int, default=None, metavar="N",
-                        help="jobs per pack, the size of each workload instance (default 200, "
-                             "20 with --quick)")
-    # the older spelling, kept working but not shown
-    parser.add_argument("--jobs", dest="jobs", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--hosts", type=int, default=None, help="hosts per cluster (default 128)")
-    parser.add_argument("--delays", default=None,
-                        help="CEM adaptation delays for Fig. 7, seconds (default 0,2,4,6,8,10)")
-    parser.add_argument("--fig7-clusters", type=int, default=None,
-                        help="cluster count for Fig. 7 (default 4)")
-    parser.add_argument("--fig7-instances", type=int, default=None,
-                        help="W1 instances for Fig. 7 (default 4)")
-    parser.add_argument("--seed", type=argtypes.seed, default=1, help="random seed (default 1)")
-    parser.add_argument("--swf", type=Path, default=None,
-                        help="take legacy jobs from this SWF trace instead of the model")
-    parser.add_argument("--swf-cores-per-host", type=int, default=1,
-                        help="processors per host in the SWF trace (LLNL Atlas: 8)")
-    parser.add_argument("--workers", type=int, default=1, metavar="N",
-                        help="worker processes that run the simulations in parallel "
-                             "(default 1)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from malleable import argtypes
 from malleable.errors import InputError
 from malleable.experiments import executor as executors
+from malleable.experiments.elastic.options import add_arguments as add_arguments
 from malleable.experiments.elastic.runs import (
     BASELINE,
     BY_KEY,
@@ -36,32 +36,6 @@ METRICS = ("turnaround", "makespan", "wait", "utilization")
 #: The paper's ranges (best strategy per machine, change vs the rigid log, %).
 PAPER = {"turnaround": (-67.0, -37.0), "makespan": (-65.0, -16.0), "wait": (-99.0, -73.0),
          "utilization": (5.0, 52.0)}
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, required=True, metavar="DIR",
-                        help="directory for the figures (PNG), report.md and summary.json")
-    parser.add_argument("--trace", type=Path, required=True, metavar="LOG",
-                        help="a real SWF log (.swf or .swf.gz), e.g. theta_2022.swf.gz")
-    parser.add_argument("--malleable-fraction", default="0,20,50,100", metavar="LIST",
-                        help="percentages of the jobs made malleable (default 0,20,50,100)")
-    parser.add_argument("--policies", default=",".join(p.key for p in POLICIES),
-                        metavar="LIST", help="malleable policies to run (default: all: "
-                        + ", ".join(p.key for p in POLICIES) + ")")
-    parser.add_argument("--reps", type=int, default=3, metavar="N",
-                        help="seeds per fraction (which jobs are malleable; default 3)")
-    parser.add_argument("--seed", type=argtypes.seed, default=1,
-                        help="the first seed (default 1)")
-    parser.add_argument("--slice-start", type=float, default=30.0, metavar="DAY",
-                        help="first day of the log's slice (default 30: past the start-up "
-                             "of the log's first month)")
-    parser.add_argument("--slice-days", type=float, default=28.0, metavar="DAYS",
-                        help="days in the slice (default 28)")
-    parser.add_argument("--quick", action="store_true",
-                        help="1 seed, a 7-day slice: a smoke run in seconds")
-    parser.add_argument("--workers", type=int, default=1, metavar="N",
-                        help="simulate on N worker processes (default 1)")
-    parser.add_argument("--json", action="store_true", help="print summary.json's content")
 
 
 def _fractions(text: str) -> list[float]:

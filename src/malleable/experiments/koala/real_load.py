@@ -20,6 +20,7 @@ from pathlib import Path
 
 from malleable.errors import InputError
 from malleable.experiments.koala.findings import FINDINGS, evaluate
+from malleable.experiments.koala.options import DEFAULT_WINDOWS as DEFAULT_WINDOWS
 from malleable.experiments.koala.runs import BASELINE, FIG7, FIG8, Results, Variant
 from malleable.sim.background import TraceBackground
 from malleable.workloads.reallog import (
@@ -32,8 +33,6 @@ from malleable.workloads.reallog import (
 
 #: A window's length (s): Wm's 300 arrivals span 10 h, and its last jobs end within 2 h.
 WINDOW = 12 * 3600.0
-#: The default windows: quantiles of the windows' load, and the busiest.
-DEFAULT_WINDOWS = "q50,q75,q90,max"
 SITES = 5  # DAS-3's clusters
 
 
