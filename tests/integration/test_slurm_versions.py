@@ -86,7 +86,7 @@ def run_scenario(tb: Testbed) -> dict[str, str]:
     unknown = tb.exec(SITE, job_argv(999999), user="malleable", timeout=60)
     out |= {"squeue_grow.json": _as(tb, "malleable", job_argv(grow)),
             "squeue_helper.json": _as(tb, "malleable", job_argv(helper)),
-            "squeue_unknown.txt": f"rc={unknown.rc}\n{unknown.stdout}{unknown.stderr}"}
+            "squeue_unknown.txt": f"rc={unknown.returncode}\n{unknown.stdout}{unknown.stderr}"}
     out |= {"squeue.json": _as(tb, "root", ["squeue", "--json"]),
             "sinfo_busy.json": _as(tb, "root", ["sinfo", "--json"]),
             "scontrol.txt": _as(tb, "root", ["scontrol", "-o", "show", "job"]),
