@@ -6,7 +6,10 @@ builder that makes its object for that use (loaded only when asked for, so a sim
 never imports paramiko and this module imports no adapter):
 
 ``commands``
-    ``builder(site) -> ctl``: the site's commands (no I/O yet).
+    ``builder(site) -> ctl``: the site's commands over SSH, or local without a host (no
+    I/O yet). A kind may reach a site by other *transports* too: ``transports`` names the
+    builder of each (Slurm's ``rest``: slurmrestd); a site configured with one
+    (``transport = "rest"``) gets its commands from that builder (:func:`commands`).
 ``run``
     ``builder(site, ctl, context) -> ResourceManager``: a site of ``malleable manager run``.
 ``serve``
@@ -51,6 +54,9 @@ class AdapterKind:
     builders: Mapping[str, str]
     label: str = ""
     """How messages name the kind (default: the name)."""
+    transports: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Transports besides SSH/local, by name: the ``module:attr`` of ``builder(site) ->
+    ctl`` for a site configured with it."""
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.builders) - set(USES))
@@ -79,7 +85,7 @@ SLURM = AdapterKind("slurm", MappingProxyType({
     "serve": "malleable.site.assembly:slurm_site",
     "coorm": "malleable.coorm.real:slurm_site",
     "coorm_busy": "malleable.coorm.real:slurm_busy",
-}), "Slurm")
+}), "Slurm", MappingProxyType({"rest": "malleable.adapters.slurm.sites:rest_ctl"}))
 
 OAR = AdapterKind("oar", MappingProxyType({
     "commands": "malleable.adapters.oar.sites:oar_ctl_for",
@@ -142,15 +148,37 @@ def builder(kind_name: str, use: str, what: str = "") -> Any:
     return _load(target)
 
 
+def transport(site: Any) -> str:
+    """The transport a configured site is reached by: ``rest`` (slurmrestd) or ``ssh``
+    (SSH, or local commands for a site without a host)."""
+    return "rest" if getattr(site, "rest", None) is not None else "ssh"
+
+
+def commands(site: Any, what: str = "", as_kind: str | None = None) -> Any:
+    """``site``'s commands, over the transport it is configured with (InputError when its
+    kind has no such transport). ``as_kind`` names the kind whose commands a command that
+    drives one kind only wants (``malleable resize``: ``slurm``) whatever the site's kind."""
+    name = as_kind or site.kind
+    way = transport(site)
+    if way == "ssh":
+        return builder(name, "commands", what)(site)
+    target = kind(name).transports.get(way)
+    if target is None:
+        able = [k for k in names() if way in kind(k).transports]
+        raise InputError(f"{what or 'commands'}: kind {name!r} has no transport {way!r}"
+                         + (f"; valid: {', '.join(able)}" if able else ""))
+    return _load(target)(site)
+
+
 def build(use: str, site: Any, context: Context | None = None, ctl: Any = None,
           what: str = "") -> Any:
-    """The one assembly point: ``site``'s object for ``use`` (its commands made by its
-    kind's ``commands`` builder unless ``ctl`` is given)."""
-    make = builder(site.kind, use, what)
+    """The one assembly point: ``site``'s object for ``use`` (its commands made by
+    :func:`commands` unless ``ctl`` is given)."""
     if use == "commands":
-        return make(site)
+        return commands(site, what)
+    make = builder(site.kind, use, what)
     if ctl is None:
-        ctl = builder(site.kind, "commands", what)(site)
+        ctl = commands(site, what)
     return make(site, ctl, context)
 
 

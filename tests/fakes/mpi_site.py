@@ -38,7 +38,7 @@ class FakeSite:
     log: list[list[str]] = field(default_factory=list)
     cancelled: list[int] = field(default_factory=list)
     show_errors: int = 0
-    """How many of the next ``scontrol show job`` fail as a slow controller's do."""
+    """How many of the next ``squeue --json`` fail as a slow controller's do."""
     update_errors: int = 0
     """How many of the next ``scontrol update`` Slurm refuses (the allocation stays)."""
     lost_reads: list[str] = field(default_factory=list)
@@ -51,7 +51,7 @@ class FakeSite:
         self.log.append(argv)
         if argv[0] == "ssh":
             return self.on_node(argv[3], shlex.split(argv[4]), input)
-        if argv[:3] == ["scontrol", "-o", "show"]:
+        if argv[:2] == ["squeue", "--json"]:
             return self.show()
         if argv[:3] == ["scontrol", "show", "hostnames"]:
             return Result(0, "\n".join(argv[3].split(",")) + "\n", "")
@@ -69,14 +69,19 @@ class FakeSite:
         pass
 
     def show(self) -> Result:
+        """``squeue --json`` as 22.05 answers it: every job of the site (here job 7 and
+        another user's job 8), whatever ``--jobs`` asked for."""
         if self.show_errors > 0:
             self.show_errors -= 1
             return Result(1, "", "slurm_load_jobs error: Socket timed out on send/recv "
                                  "operation\n")
+        other = {"job_id": 8, "job_state": "RUNNING", "batch_host": "n6", "nodes": "n6",
+                 "node_count": 1}
         if self.state == "GONE":
-            return Result(1, "", "Invalid job id specified")
-        return Result(0, f"JobId=7 JobState={self.state} BatchHost=n1 "
-                         f"NodeList={','.join(self.alloc)} NumNodes={len(self.alloc)}\n", "")
+            return Result(0, json.dumps({"errors": [], "jobs": [other]}), "")
+        job = {"job_id": 7, "job_state": self.state, "batch_host": "n1",
+               "nodes": ",".join(self.alloc), "node_count": len(self.alloc)}
+        return Result(0, json.dumps({"errors": [], "jobs": [other, job]}), "")
 
     def on_node(self, node: str, argv: list[str], data: str | None) -> Result:
         host = HOST[node]

@@ -1,11 +1,11 @@
 """The fake Slurm site with MPI programs on its nodes, for MpiSite's own path.
 
 :class:`FakeMpiSlurm` answers everything :class:`~tests.fakes.slurm.FakeSlurm` does,
-plus what the MPI runner (:class:`~malleable.runner.job.MpiJob`) needs: ``BatchHost``
-in ``scontrol -o show job``, ``scontrol show hostnames``, ``scontrol update
-NodeList=`` (a shrink to the nodes listed), and commands on the nodes through ``ssh``
-(read, write and stage files, ``ps``). Every node is its own MPI host. The nodes file
-a running job's batch script would write is read from the job itself, and an
+plus what the MPI runner (:class:`~malleable.runner.job.MpiJob`) needs: its job read
+with ``squeue --json`` (every job listed, as 22.05 does), ``scontrol show hostnames``,
+``scontrol update NodeList=`` (a shrink to the nodes listed), and commands on the nodes
+through ``ssh`` (read, write and stage files, ``ps``). Every node is its own MPI host.
+The nodes file a running job's batch script would write is read from the job itself, and an
 application behind each job's channel answers offers at once (size rule ANY: it takes
 every host offered, and leaves when asked).
 """
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from malleable.adapters.shell import Result
-from tests.fakes.slurm import FakeJob, FakeSlurm
+from tests.fakes.slurm import FakeSlurm
 
 RUN = ".malleable/run"
 _NODES = re.compile(rf"^{RUN}/(\d+)/nodes$")
@@ -39,10 +39,6 @@ class FakeMpiSlurm(FakeSlurm):
         if args[:2] == ["scontrol", "update"] and args[3].startswith("NodeList="):
             return self._keep(int(args[2].split("=")[1]), args[3].split("=")[1].split(","))
         return super()._dispatch(args, input)
-
-    def _line(self, job: FakeJob) -> str:
-        batch = f" BatchHost={job.nodes[0]}" if job.state == "RUNNING" and job.nodes else ""
-        return super()._line(job) + batch
 
     def _keep(self, job_id: int, keep: Sequence[str]) -> Result:
         job = self.jobs[job_id]

@@ -122,6 +122,8 @@ class FakeSlurm:
             return self._update(int(args[5]), "0")
         if args[:2] == ["sh", "-c"]:
             return Result(0, self._sinfo() + "\n@@malleable:squeue@@\n" + self._squeue(), "")
+        if args[:2] == ["squeue", "--json"]:  # as 22.05: every job, whatever --jobs says
+            return Result(0, self._squeue(), "")
         if args[:4] == ["scontrol", "-o", "show", "job"] and int(args[4]) in self.refused:
             return Result(0, f"JobId={args[4]} JobName=m.helper JobState=CANCELLED "
                              f"Reason={self.refused[int(args[4])]} NumNodes=1\n", "")

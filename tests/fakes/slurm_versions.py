@@ -9,6 +9,8 @@ from malleable.adapters.slurm.parse import (
     parse_sinfo_json,
     parse_squeue_json,
     parse_version,
+    pick_job,
+    state_word,
 )
 from malleable.model import JobState
 
@@ -32,8 +34,21 @@ def check_outputs(out: dict[str, str]) -> str:
     shown = {j.job_id: j for j in parse_scontrol_jobs(out["scontrol.txt"])}
     assert (shown[grow].state, shown[grow].nodes) == (JobState.RUNNING, 2)
     assert shown[waiting].state is JobState.PENDING
+    check_reader(out, grow, helper)
     acct = {j.job_id: j for j in parse_sacct(out["sacct.txt"])}
     assert (acct[grow].state, acct[grow].nodes) == (JobState.RUNNING, 2)
     assert acct[other].state is JobState.RUNNING and acct[waiting].state is JobState.PENDING
     assert helper in acct
     return version
+
+
+def check_reader(out: dict[str, str], grow: int, helper: int) -> None:
+    """The MPI runner's reader (``job_argv``, ``pick_job``): the running job with its batch
+    host, the ended helper still listed, a job Slurm never had taken as gone."""
+    job = pick_job(out["squeue_grow.json"], grow)
+    assert job is not None and state_word(job.state_raw) == "RUNNING"
+    assert job.batch_host.startswith("uva-n") and job.nodes == 2 and job.stdout == "/dev/null"
+    ended = pick_job(out["squeue_helper.json"], helper)
+    assert ended is not None and state_word(ended.state_raw) in ("COMPLETED", "CANCELLED")
+    rc, _, text = out["squeue_unknown.txt"].partition("\n")
+    assert ("Invalid job id" in text) if rc != "rc=0" else pick_job(text, 999999) is None

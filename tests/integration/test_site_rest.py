@@ -256,8 +256,8 @@ def test_a_helper_over_ssh_is_charged_like_its_job(quiet: Testbed, tmp_path: Pat
     """The same good-citizen check on the SSH transport: a grow of alice's job (non-default
     account and QoS, 20 minutes) by the service account, through :class:`Resizer`."""
     from malleable.adapters.slurm.resize import Outcome, Resizer
-    from malleable.adapters.slurm.sites import ctl_for
     from malleable.config import load_config
+    from malleable.kinds import commands
 
     tb = quiet
     _project(tb)
@@ -268,7 +268,7 @@ def test_a_helper_over_ssh_is_charged_like_its_job(quiet: Testbed, tmp_path: Pat
     wait_for(lambda: _job(tb, job).get("JobState") == "RUNNING", 60, "alice's job running")
     path = tmp_path / "clusters.toml"
     path.write_text(tb.config_toml())
-    ctl = ctl_for(load_config(path).site(SITE))
+    ctl = commands(load_config(path).site(SITE))
     try:
         result = Resizer(ctl).resize(int(job), 2)
     finally:

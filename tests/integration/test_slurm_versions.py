@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from malleable.adapters.slurm.parse import parse_salloc, parse_scontrol_jobs
+from malleable.adapters.slurm.parse import job_argv, parse_salloc, parse_scontrol_jobs
 from malleable.testbed import Testbed
 from tests.fakes.slurm_versions import check_outputs
 from tests.fakes.waits import site_quiet, site_state, wait_for
@@ -81,6 +81,12 @@ def run_scenario(tb: Testbed) -> dict[str, str]:
     waiting = _as(tb, "bob", ["sbatch", "--parsable", "-N4", "--job-name=waiting",
                               "--output=/dev/null", "--wrap", "true"]).strip()
     ids = f"{grow},{helper},{other},{waiting}"
+    # the runner's reader (job_argv) as the job's user: a running job, an ended one (the
+    # helper), a job id Slurm never had (its exit code kept: some versions refuse it)
+    unknown = tb.exec(SITE, job_argv(999999), user="malleable", timeout=60)
+    out |= {"squeue_grow.json": _as(tb, "malleable", job_argv(grow)),
+            "squeue_helper.json": _as(tb, "malleable", job_argv(helper)),
+            "squeue_unknown.txt": f"rc={unknown.returncode}\n{unknown.stdout}{unknown.stderr}"}
     out |= {"squeue.json": _as(tb, "root", ["squeue", "--json"]),
             "sinfo_busy.json": _as(tb, "root", ["sinfo", "--json"]),
             "scontrol.txt": _as(tb, "root", ["scontrol", "-o", "show", "job"]),

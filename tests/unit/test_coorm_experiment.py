@@ -44,3 +44,15 @@ def test_bad_options_are_input_errors(tmp_path: Path, capsys: pytest.CaptureFixt
     with pytest.raises(InputError, match="include 0"):
         parse_delays("1,2")
     assert parse_delays("5,0,2.5") == (0.0, 2.5, 5.0)
+
+
+def test_a_run_names_its_simulated_system_from_the_table() -> None:
+    """CooRM and the OAR-like baseline are picked by name; any other name is refused (it
+    ran CooRM before the table)."""
+    from malleable.experiments.coorm.runs import SYSTEMS, RunSpec, Setup, run_one
+
+    assert sorted(SYSTEMS) == ["coorm", "oar"]
+    setup = Setup(hosts=8, jobs=4)
+    assert run_one(setup, RunSpec("oar", "W0", 1, 0)).spec.system == "oar"
+    with pytest.raises(ValueError, match="unknown system 'slurm'; valid: coorm, oar"):
+        run_one(setup, RunSpec("slurm", "W0", 1, 0))

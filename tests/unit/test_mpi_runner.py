@@ -17,7 +17,7 @@ import pytest
 from malleable.adapters.shell import Result
 from malleable.errors import ExternalError
 from malleable.model import SizeRule
-from malleable.runner.job import MpiJob, parse_fields
+from malleable.runner.job import MpiJob
 from malleable.runner.launch import Launch, batch_script, private_remote_line, stage_command
 from malleable.runner.nodes import NodeShell
 from tests.fakes.mpi_site import FakeCtl, FakeResizer, FakeSite
@@ -98,10 +98,22 @@ def test_staging_onto_the_batch_host_itself_keeps_the_program(tmp_path: Path) ->
     assert _stage_locally(tmp_path, plain) == ""  # the race, lost for certain here
 
 
-def test_parse_fields_reads_scontrol_one_liners() -> None:
-    fields = parse_fields("JobId=7 JobName=x JobState=RUNNING Reason=None BatchHost=n1 "
-                          "NodeList=n[1-2]\n")
-    assert fields["BatchHost"] == "n1" and fields["NodeList"] == "n[1-2]"
+def test_the_job_is_read_with_squeue_json_and_picked_among_every_job_listed() -> None:
+    site = FakeSite()
+    job, _ = started_job(site)
+    looks = [a for a in site.log if a[0] == "squeue"]
+    assert looks and looks[0] == ["squeue", "--json", "--states=all", "--jobs=7"]
+    assert not any(a[:3] == ["scontrol", "-o", "show"] for a in site.log)
+    look = job.look()
+    assert look is not None and look.state == "RUNNING" and look.node_list == "n1,n2"
+
+
+def test_a_job_squeue_no_longer_lists_is_gone() -> None:
+    site = FakeSite()
+    job, _ = started_job(site)
+    site.state = "GONE"  # listed no more (22.05 lists the others and says nothing)
+    assert job.look() is None and job.ended()
+    assert job.allocation() == []
 
 
 def test_start_reads_the_nodes_the_batch_script_listed() -> None:

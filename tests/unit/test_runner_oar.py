@@ -60,8 +60,8 @@ def test_submit_writes_the_script_into_the_home_and_runs_it_under_oar() -> None:
     (path,) = [p for p in fake.files if p.endswith(".sh")]
     assert "$OAR_JOB_ID" in fake.files[path]
     assert fake.jobs[job_id].command == f"bash {path}" and fake.jobs[job_id].want == 2
-    fields = job.job_fields()
-    assert fields["JobState"] == "RUNNING" and fields["NodeList"] == "grid-n1,grid-n2"
+    look = job.look()
+    assert look is not None and look.state == "RUNNING" and look.node_list == "grid-n1,grid-n2"
 
 
 def test_grow_is_extension_jobs_and_release_deletes_them() -> None:
@@ -98,7 +98,8 @@ def test_cancel_deletes_base_and_extensions_and_a_deleted_job_is_cancelled() -> 
     job.seen = set()  # no node to look for leftovers on (no ssh in the fake)
     assert job.cancel(timeout=1.0) == []
     assert {j.state for j in fake.jobs.values()} == {"Error"}
-    assert job.job_fields()["JobState"] == "CANCELLED" and base in fake.jobs
+    look = job.look()
+    assert look is not None and look.state == "CANCELLED" and base in fake.jobs
 
 
 def test_an_oar_job_never_runs_slurm_commands() -> None:

@@ -15,6 +15,8 @@ import pytest
 from malleable.adapters.slurm.parse import (
     JOB_STATES,
     ParseError,
+    SlurmJob,
+    job_argv,
     map_state,
     parse_sacct,
     parse_salloc,
@@ -23,6 +25,9 @@ from malleable.adapters.slurm.parse import (
     parse_scontrol_pairs,
     parse_sinfo_json,
     parse_squeue_json,
+    pick_job,
+    run_seconds,
+    state_word,
 )
 from malleable.model import JobState
 
@@ -137,3 +142,47 @@ def test_sbatch_and_salloc_messages() -> None:
     assert parse_salloc(_read("salloc_refused_too_many.stderr")) == (7, False)
     assert parse_salloc("salloc: error: Job submit/allocate failed: Requested node "
                         "configuration is not available\n") == (None, False)
+
+
+# ----------------------------------------------------------------------------- one job
+
+
+def test_state_word_is_the_word_scontrol_shows() -> None:
+    """22.05's JSON (and scontrol) give one word; later releases list the base state and
+    its flags, of which Slurm shows the first of its own order."""
+    assert state_word("RUNNING") == "RUNNING"
+    assert state_word("COMPLETED COMPLETING") == "COMPLETING"
+    assert state_word("RUNNING CONFIGURING") == "CONFIGURING"
+    assert state_word("PENDING REQUEUED") == "REQUEUED"
+    assert state_word("CANCELLED") == "CANCELLED" and state_word("") == ""
+
+
+@pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
+def test_pick_job_reads_one_job_of_recorded_squeue_json(version: str) -> None:
+    text = (DATA / version / "squeue.json").read_text()
+    job = pick_job(text, 1)
+    assert job is not None and state_word(job.state_raw) == "RUNNING"
+    assert job.batch_host == "uva-n001" and job.stdout == "/dev/null" and job.nodes == 2
+    assert pick_job(text, 999999) is None
+
+
+def test_pick_job_takes_an_invalid_id_error_as_gone_and_refuses_other_errors() -> None:
+    gone = json.dumps({"errors": [{"error": "Invalid job id specified", "error_number": 2017}],
+                       "jobs": []})
+    assert pick_job(gone, 5) is None
+    with pytest.raises(ParseError, match="Slurm reported errors"):
+        pick_job(json.dumps({"errors": [{"error": "Socket timed out"}], "jobs": []}), 5)
+    with pytest.raises(ParseError, match="not JSON"):
+        pick_job("slurm_load_jobs error", 5)
+
+
+def test_job_argv_asks_for_every_state_and_the_job() -> None:
+    assert job_argv(12) == ["squeue", "--json", "--states=all", "--jobs=12"]
+
+
+def test_run_seconds_counts_to_the_end_or_now() -> None:
+    job = SlurmJob(1, "x", "RUNNING", 1, start_time=100.0, end_time=10_000.0)
+    assert run_seconds(job, 160.0) == 60.0
+    assert run_seconds(SlurmJob(1, "x", "COMPLETED", 1, start_time=100.0, end_time=130.0),
+                       500.0) == 30.0
+    assert run_seconds(SlurmJob(1, "x", "PENDING", 1), 500.0) is None

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from malleable.adapters.slurm.rest import RestCtl, TokenSource
 from malleable.adapters.slurm.sites import ctl_for
 from malleable.config import load_config, parse_config
 from malleable.errors import ExternalError, InputError
+from malleable.kinds import commands
 
 
 def _jwt(exp: float, user: str = "malleable") -> str:
@@ -35,9 +37,13 @@ def test_a_rest_site_is_configured_without_ssh(tmp_path: Path) -> None:
     site = load_config(path).site("vu")  # the [ssh] defaults' files are not needed
     assert site.ssh is None and site.rest is not None
     assert site.rest.token_file == token and site.rest.url == "http://127.0.0.1:6820"
-    ctl = ctl_for(site)
+    ctl = commands(site)  # the registry picks Slurm's rest transport
     assert isinstance(ctl, RestCtl) and ctl.partition == "batch"
     assert ctl.user == "malleable"  # from the token's `sun` claim, no request made
+    with pytest.raises(InputError, match="reached through slurmrestd"):
+        ctl_for(site)  # the SSH builder: a REST site has no SSH
+    with pytest.raises(InputError, match="kind 'oar' has no transport 'rest'; valid: slurm"):
+        commands(replace(site, kind="oar"))
 
 
 @pytest.mark.parametrize(("table", "message"), [
@@ -108,7 +114,7 @@ def test_an_unreachable_server_is_an_external_error(tmp_path: Path) -> None:
     path.write_text(_jwt(time.time() + 3600))
     doc = {"clusters": {"vu": {"transport": "rest", "url": "http://127.0.0.1:9",
                                "token_file": str(path)}}}
-    ctl = ctl_for(parse_config(doc).site("vu"))
+    ctl = commands(parse_config(doc).site("vu"))
     assert isinstance(ctl, RestCtl)
     ctl.client.retries = 0
     with pytest.raises(ExternalError, match=r"slurmrestd http://127\.0\.0\.1:9"):

@@ -1,4 +1,5 @@
-"""Parsers of docker inspect, sinfo and squeue output (recorded from a small testbed)."""
+"""Parsers of docker inspect, sinfo and squeue output (recorded from a small testbed; the
+Slurm JSON of each version from tests/data/slurm/V/)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from malleable.testbed.info import (
 )
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "testbed"
+SLURM = DATA.parent / "slurm"
 
 
 def test_parse_recorded_inspect() -> None:
@@ -44,17 +46,40 @@ def test_unhealthy_and_stopped_containers() -> None:
     assert second.running and not second.healthy and second.address is None
 
 
-def test_parse_sinfo_and_count() -> None:
-    states = parse_sinfo((DATA / "sinfo.txt").read_text())
-    assert states == {f"vu-n00{i}": "idle" for i in range(1, 5)}
-    mixed = parse_sinfo("a-n1 allocated\na-n2 down*\na-n3 idle\na-n1 allocated\n\nbad line x\n")
-    assert mixed == {"a-n1": "allocated", "a-n2": "down*", "a-n3": "idle"}
-    assert count_states(mixed) == {"allocated": 1, "down*": 1, "idle": 1}
+@pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
+def test_parse_sinfo_json_of_each_version_and_count(version: str) -> None:
+    """The testbed reads nodes as the adapter does (``sinfo --json``, both layouts)."""
+    idle = parse_sinfo((SLURM / version / "sinfo_idle.json").read_text())
+    assert idle == {f"uva-n00{i}": "idle" for i in range(1, 5)}
+    busy = parse_sinfo((SLURM / version / "sinfo_busy.json").read_text())
+    assert count_states(busy) == {"allocated": 3, "idle": 1}
+    assert parse_sinfo("not json") == {}
 
 
-def test_parse_squeue() -> None:
-    assert parse_squeue("12 RUNNING\n13 PENDING\n") == {"12": "RUNNING", "13": "PENDING"}
-    assert parse_squeue("") == {}
+def test_node_words_are_sinfo_format_t_words() -> None:
+    """Checked against ``sinfo --format='%N %T'`` on a 22.05 testbed (a drained idle node:
+    drained)."""
+    doc = {"nodes": [{"name": "a-n1", "state": "allocated"},
+                     {"name": "a-n2", "state": "down", "state_flags": ["NOT_RESPONDING"]},
+                     {"name": "a-n3", "state": "idle", "state_flags": ["DRAIN"]},
+                     {"name": "a-n4", "state": "mixed", "state_flags": ["DRAIN"]},
+                     {"name": "a-n5", "state": ["IDLE", "COMPLETING"]},
+                     {"name": "a-n1", "state": "idle"}]}
+    states = parse_sinfo(json.dumps(doc))
+    assert states == {"a-n1": "allocated", "a-n2": "down*", "a-n3": "drained",
+                      "a-n4": "draining", "a-n5": "completing"}
+    assert count_states(states)["allocated"] == 1
+
+
+@pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
+def test_parse_squeue_json_lists_the_jobs_not_ended(version: str) -> None:
+    """22.05's JSON also lists the helper that has just ended; plain squeue does not, nor
+    does the testbed's count."""
+    jobs = parse_squeue((SLURM / version / "squeue.json").read_text())
+    assert jobs == {"1": "RUNNING", "3": "RUNNING", "4": "PENDING"}
+    assert parse_squeue('{"jobs": []}') == {} and parse_squeue("") == {}
+    completing = {"jobs": [{"job_id": 5, "job_state": ["COMPLETED", "COMPLETING"]}]}
+    assert parse_squeue(json.dumps(completing)) == {"5": "COMPLETING"}
 
 
 def test_status_json_has_sites_keyed_by_name() -> None:

@@ -29,7 +29,8 @@ class FakeDocker(Docker):
         super().__init__()
         self.inspect = inspect
         self.calls: list[tuple[str, ...]] = []
-        self.squeue = ["12 RUNNING\n", ""]
+        self.squeue = [json.dumps({"jobs": [{"job_id": 12, "job_state": "RUNNING"}]}),
+                       json.dumps({"jobs": []})]
 
     def run(self, argv: Sequence[str], *, timeout: float, check: bool = True,
             input_text: str | None = None) -> Result:
@@ -47,8 +48,11 @@ class FakeDocker(Docker):
     def _exec(self, cmd: tuple[str, ...]) -> str:
         if cmd == ("sinfo", "--version"):
             return "slurm 24.11.5\n"
-        if cmd[0] == "sinfo":
-            return (DATA / "sinfo.txt").read_text()
+        if cmd == ("sinfo", "--json"):
+            return json.dumps({"nodes": [{"name": f"vu-n00{i}", "state": "idle"}
+                                         for i in range(1, 5)]})
+        if cmd[0] == "sinfo":  # plain sinfo: the diagnostics, for a human
+            return "".join(f"vu-n00{i} idle\n" for i in range(1, 5))
         if cmd[0] == "squeue":
             return self.squeue.pop(0) if len(self.squeue) > 1 else self.squeue[0]
         return ""

@@ -100,11 +100,11 @@ def _run(site: SiteConfig, launch: Launch, schedule: list[int],
          args: argparse.Namespace) -> DemoRun:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from malleable.adapters.slurm.sites import ctl_for
+    from malleable.kinds import commands
     from malleable.runner.job import MpiJob
     from malleable.runner.nodes import NodeShell
 
-    ctl = ctl_for(site)
+    ctl = commands(site, as_kind="slurm")  # Slurm's commands, over the site's transport
     job = MpiJob(ctl, NodeShell(ctl.runner, site.command_timeout), launch)
     label = f"{args.example} {','.join(map(str, schedule))}"
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

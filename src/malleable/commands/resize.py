@@ -39,14 +39,14 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from malleable.adapters.slurm.resize import Outcome, ResizeError, Resizer
-    from malleable.adapters.slurm.sites import ctl_for
+    from malleable.kinds import commands
 
     if args.nodes < 1:
         raise InputError(f"NODES must be at least 1, not {args.nodes} (use scancel to end a job)")
     if not args.expand_wait > 0:
         raise InputError("--expand-wait must be a positive number of seconds")
     site = load_config(args.config).site(args.site)
-    ctl = ctl_for(site)
+    ctl = commands(site, as_kind="slurm")  # Slurm's commands, over the site's transport
     try:
         total = _site_nodes(ctl)
         if args.nodes > total:

@@ -118,10 +118,10 @@ def run_schedule(job: MpiJob, schedule: Sequence[int], iterations: int, timeout:
 
 
 def _slurm_nodes(job: MpiJob) -> int | None:
-    fields = job.job_fields()
-    if fields.get("JobState") not in ("RUNNING", "RESIZING"):
+    look = job.look()
+    if look is None or look.state not in ("RUNNING", "RESIZING"):
         return None
-    return len(job.shell.hostnames(fields.get("NodeList", "")))
+    return len(job.shell.hostnames(look.node_list))
 
 
 def _wait_iteration(job: MpiJob, start: int, timeout: float,

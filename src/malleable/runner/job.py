@@ -16,6 +16,11 @@ The offers, answers and completions go through the application's file channel
 (:mod:`malleable.mpi.channel`) in the run directory on the batch host. An offer
 the application does not answer in time is withdrawn with a new offer of its
 current size; whichever of the two it answers decides.
+
+The job is read as the adapter reads its site: ``squeue --json``, parsed by
+:mod:`malleable.adapters.slurm.parse` (:func:`~malleable.adapters.slurm.parse.job_argv`,
+:func:`~malleable.adapters.slurm.parse.pick_job`); its state is the one word ``scontrol``
+would show (:func:`~malleable.adapters.slurm.parse.state_word`).
 """
 
 from __future__ import annotations
@@ -28,8 +33,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import malleable.adapters.slurm.meta as meta
-from malleable.adapters.shell import Result
 from malleable.adapters.slurm.ctl import SlurmCtl
+from malleable.adapters.slurm.parse import (
+    ParseError,
+    SlurmJob,
+    job_argv,
+    pick_job,
+    run_seconds,
+    state_word,
+)
 from malleable.adapters.slurm.resize import Outcome, Resizer
 from malleable.errors import ExternalError
 from malleable.runner.launch import Launch, batch_script
@@ -51,6 +63,28 @@ class Change:
     @property
     def delta(self) -> int:
         return self.after - self.before
+
+
+@dataclass(frozen=True, slots=True)
+class JobLook:
+    """What the runner reads of its job on the site: its state as one word (``RUNNING``,
+    ``COMPLETING``...: Slurm's words; the OAR runner maps its states to them), the node
+    that runs the batch script, the nodes held, why it waits or failed, its output file,
+    how long it has run (for messages)."""
+
+    state: str
+    batch_host: str = ""
+    node_list: str = ""
+    reason: str = ""
+    stdout: str = ""
+    run_time: str = "?"
+
+
+def look_of(job: SlurmJob) -> JobLook:
+    """The runner's look at a Slurm job read by :mod:`malleable.adapters.slurm.parse`."""
+    seconds = run_seconds(job, time.time())
+    return JobLook(state_word(job.state_raw), job.batch_host, job.node_list, job.reason,
+                   job.stdout, "?" if seconds is None else f"{seconds:.0f} s")
 
 
 @dataclass
@@ -126,20 +160,20 @@ class MpiJob:
         """
         if self.nodes:
             return True
-        fields = self.job_fields()
-        state = fields.get("JobState", "")
-        if state in ("RUNNING", "RESIZING") and fields.get("BatchHost"):
-            return self._take_nodes(fields["BatchHost"])
-        if state == "COMPLETED" and fields.get("BatchHost") \
-                and self._take_nodes(fields["BatchHost"]):
+        job = self.look()
+        state = _word(job)
+        if job is not None and state in ("RUNNING", "RESIZING") and job.batch_host:
+            return self._take_nodes(job.batch_host)
+        if job is not None and state == "COMPLETED" and job.batch_host \
+                and self._take_nodes(job.batch_host):
             # a short program on a loaded machine can run its course between two looks
             logger.warning("job %s completed before the runner saw it run (run time %s)",
-                           self.slurm_id, fields.get("RunTime", "?"))
+                           self.slurm_id, job.run_time)
             return True
         if state and state not in ("PENDING", "CONFIGURING"):
             raise ExternalError(f"job {self.slurm_id} is {state} before the runner saw it "
-                                f"start (reason: {fields.get('Reason', '')}); "
-                                f"{self._postmortem(fields)}")
+                                f"start (reason: {job.reason if job else ''}); "
+                                f"{self._postmortem(job)}")
         return False
 
     def _take_nodes(self, batch_host: str) -> bool:
@@ -152,13 +186,13 @@ class MpiJob:
         self.seen.update(n for n, _ in self.nodes)
         return True
 
-    def _postmortem(self, fields: dict[str, str]) -> str:
+    def _postmortem(self, job: JobLook | None) -> str:
         """What the job left behind: mpirun's exit code and its output's last lines."""
-        host = fields.get("BatchHost") or self.batch
+        host = (job.batch_host if job else "") or self.batch
         if not host:
             return "no batch host known"
         rc = self.shell.read(host, f"{self.run_dir}/ch/mpirun_rc")
-        stdout = fields.get("StdOut")
+        stdout = job.stdout if job else ""
         text = self.shell.read(host, stdout) if stdout else None
         out = " | ".join((text or "").strip().splitlines()[-15:])
         listed = self.shell.read(host, f"{self.run_dir}/nodes")
@@ -168,39 +202,48 @@ class MpiJob:
     def describe(self) -> str:
         """One line on where the job stands (its state, the program's last progress, and
         what :meth:`_postmortem` reads), for a wait that timed out."""
-        fields = self.job_fields(patience=5.0)
-        return (f"job {self.slurm_id}: {fields.get('JobState', 'gone')} "
-                f"(reason {fields.get('Reason', '')}, run time {fields.get('RunTime', '?')}), "
-                f"progress {self.progress()}, "
-                f"exit {self.exit_code()}; {self._postmortem(fields)}")
+        job = self.look(patience=5.0)
+        return (f"job {self.slurm_id}: {_word(job) or 'gone'} "
+                f"(reason {job.reason if job else ''}, run time "
+                f"{job.run_time if job else '?'}), progress {self.progress()}, "
+                f"exit {self.exit_code()}; {self._postmortem(job)}")
 
-    def job_fields(self, patience: float = 30.0) -> dict[str, str]:
-        """``scontrol -o show job`` as a dict ({} once Slurm forgot the job). A failed
-        scontrol (a slow controller) is tried again for up to ``patience`` seconds, then
-        taken as {} too."""
+    def look(self, patience: float = 30.0) -> JobLook | None:
+        """The job as ``squeue --json`` has it (None once Slurm forgot it). A failed
+        squeue (a slow controller) is tried again for up to ``patience`` seconds, then
+        taken as None too."""
         deadline = self.clock() + patience
         while True:
-            result = self._show()
-            if result is not None:
-                return parse_fields(result.stdout) if result.rc == 0 else {}
+            read, job = self._show()
+            if read:
+                return None if job is None else look_of(job)
             if self.clock() >= deadline:
-                return {}
+                return None
             self.sleep(self.poll)
 
-    def _show(self) -> Result | None:
-        """``scontrol -o show job``'s answer; None when scontrol failed (not "Invalid job
-        id": the job is then known to be gone)."""
-        argv = ["scontrol", "-o", "show", "job", str(self.slurm_id)]
+    def _show(self) -> tuple[bool, SlurmJob | None]:
+        """One ``squeue --json``: (True, the job or None once Slurm forgot it), or (False,
+        None) when squeue failed or said nothing readable ("Invalid job id" is an answer:
+        the job is then known to be gone)."""
+        if self.slurm_id is None:
+            raise ExternalError("the job has not been submitted")
+        argv = job_argv(self.slurm_id)
         try:
             result = self.shell.run(None, argv, check=False)
         except ExternalError as exc:
-            logger.warning("job %s: scontrol failed (%s)", self.slurm_id, exc)
-            return None
-        if result.rc == 0 or "Invalid job id" in result.stderr:
-            return result
-        logger.warning("job %s: scontrol failed (%s)", self.slurm_id,
-                       result.stderr.strip() or f"exit {result.rc}")
-        return None
+            logger.warning("job %s: squeue failed (%s)", self.slurm_id, exc)
+            return False, None
+        if result.rc != 0:
+            if "Invalid job id" in result.stderr:
+                return True, None
+            logger.warning("job %s: squeue failed (%s)", self.slurm_id,
+                           result.stderr.strip() or f"exit {result.rc}")
+            return False, None
+        try:
+            return True, pick_job(result.stdout, self.slurm_id)
+        except ParseError as exc:
+            logger.warning("job %s: squeue failed (%s)", self.slurm_id, exc)
+            return False, None
 
     # ------------------------------------------------------------ reading the channel
 
@@ -233,11 +276,11 @@ class MpiJob:
                                                    "CONFIGURING")
 
     def _slurm_state(self) -> str | None:
-        """The job's Slurm state; "" once Slurm forgot it; None when scontrol failed."""
-        result = self._show()
-        if result is None:
+        """The job's Slurm state; "" once Slurm forgot it; None when squeue failed."""
+        read, job = self._show()
+        if not read:
             return None
-        return parse_fields(result.stdout).get("JobState", "") if result.rc == 0 else ""
+        return "" if job is None else state_word(job.state_raw)
 
     def requests(self) -> list[dict[str, Any]]:
         """Requests the application made since the last call (application-initiated)."""
@@ -304,7 +347,8 @@ class MpiJob:
 
     def allocation(self) -> list[str]:
         """The job's nodes as Slurm has them now."""
-        return self.shell.hostnames(self.job_fields().get("NodeList", ""))
+        job = self.look()
+        return self.shell.hostnames(job.node_list if job else "")
 
     def _release(self, keep: Sequence[str]) -> None:
         """Shrink the allocation to ``keep`` (nodes the processes no longer use go back).
@@ -316,9 +360,9 @@ class MpiJob:
         for attempt in range(self.release_tries + 1):
             deadline = self.clock() + (self.release_timeout if attempt else 0.0)
             while True:
-                fields = self.job_fields()
-                have = self.shell.hostnames(fields.get("NodeList", ""))
-                if fields.get("JobState") not in ("RUNNING", "RESIZING") \
+                job = self.look()
+                have = self.shell.hostnames(job.node_list if job else "")
+                if _word(job) not in ("RUNNING", "RESIZING") \
                         or set(have) <= set(keep):
                     return  # given back, or the job is over: Slurm took everything
                 if self.clock() >= deadline:
@@ -429,7 +473,7 @@ class MpiJob:
                 if code is not None:
                     return code
                 raise ExternalError(f"job {self.slurm_id} ended without an exit code: "
-                                    f"{self.job_fields().get('JobState', 'gone')}")
+                                    f"{_word(self.look()) or 'gone'}")
             if result_seen is None and self.result() is not None:
                 result_seen = self.clock()
             if result_seen is not None and self.clock() - result_seen > self.linger:
@@ -451,8 +495,8 @@ class MpiJob:
                 self.ctl.cancel(job.job_id)
         deadline = self.clock() + timeout
         while self.clock() < deadline:
-            if self.job_fields().get("JobState", "CANCELLED") not in ("RUNNING", "RESIZING",
-                                                                       "COMPLETING"):
+            if (_word(self.look()) or "CANCELLED") not in ("RUNNING", "RESIZING",
+                                                                 "COMPLETING"):
                 left = self.leftovers()
                 if not left:
                     return []
@@ -466,14 +510,9 @@ class MpiJob:
                 for line in self.shell.processes(node, needle)]
 
 
-def parse_fields(text: str) -> dict[str, str]:
-    """``Key=Value`` tokens of one ``scontrol -o`` line (values without spaces)."""
-    fields: dict[str, str] = {}
-    for token in text.split():
-        key, sep, value = token.partition("=")
-        if sep and key not in fields:
-            fields[key] = value
-    return fields
+def _word(job: JobLook | None) -> str:
+    """The job's state word; "" once it is gone."""
+    return job.state if job is not None else ""
 
 
 def _pair(line: str) -> tuple[str, str]:

@@ -37,7 +37,7 @@ from malleable.adapters.shell import CommandRunner, Result
 from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.errors import ExternalError
 from malleable.model import JobState
-from malleable.runner.job import MpiJob
+from malleable.runner.job import JobLook, MpiJob
 from malleable.runner.launch import Launch, batch_script, run_dir_line, stage_command
 from malleable.runner.nodes import _WRITE, NodeShell
 
@@ -154,36 +154,34 @@ class OarMpiJob(MpiJob):
     def _jobs(self, ids: Sequence[int]) -> dict[int, OarJob]:
         return {j.job_id: j for j in self._ctl.jobs(ids)}
 
-    def job_fields(self, patience: float = 30.0) -> dict[str, str]:
-        """The base job as the words :class:`MpiJob` reads ({} once OAR forgot it);
+    def look(self, patience: float = 30.0) -> JobLook | None:
+        """The base job as :class:`MpiJob` reads it (None once OAR forgot it);
         ``patience`` is the Slurm runner's retry window, unused here (oarstat is asked
         once)."""
         if self.slurm_id is None:
-            return {}
+            return None
         base = self._jobs([self.slurm_id]).get(self.slurm_id)
         if base is None:
-            return {}
+            return None
         if base.state_raw == "Running" and not self._base_nodes:
             self._base_nodes = list(dict.fromkeys(base.nodes))
         state = _STATES.get(base.state_raw, "UNKNOWN")
         if base.state is JobState.CANCELLED:  # oardel (not an error OAR found first)
             state = "CANCELLED"
-        fields = {"JobState": state, "NodeList": ",".join(self.allocation_of(base))}
-        if base.state_raw == "Error":
-            fields["Reason"] = "; ".join(base.notes)
-        if base.nodes:
-            fields["BatchHost"] = self._batch_node(base)
-        return fields
+        return JobLook(state, self._batch_node(base) if base.nodes else "",
+                       ",".join(self.allocation_of(base)),
+                       "; ".join(base.notes) if base.state_raw == "Error" else "")
 
     def _slurm_state(self) -> str | None:
-        """The base job's state word (as :meth:`job_fields`); "" once OAR forgot it; None
+        """The base job's state word (as :meth:`look`); "" once OAR forgot it; None
         when ``oarstat`` failed (says nothing: the job is taken as still running). The
-        Slurm runner's asks ``scontrol``, which an OAR site does not answer."""
+        Slurm runner's asks ``squeue``, which an OAR site does not answer."""
         try:
-            return self.job_fields().get("JobState", "")
+            look = self.look()
         except ExternalError as exc:
             logger.warning("job %s: oarstat failed (%s)", self.slurm_id, exc)
             return None
+        return look.state if look is not None else ""
 
     def _batch_node(self, base: OarJob) -> str:
         """A node of the base job (any: the run directory is read where ``nodes`` says)."""
@@ -207,7 +205,8 @@ class OarMpiJob(MpiJob):
 
     def allocation(self) -> list[str]:
         """The base job's nodes and those of its running extension jobs."""
-        return self.shell.hostnames(self.job_fields().get("NodeList", ""))
+        look = self.look()
+        return self.shell.hostnames(look.node_list if look else "")
 
     def _expand(self, target: int) -> list[str]:
         """Extension jobs toward ``target`` nodes; the nodes OAR gave them (maybe none)."""
@@ -270,16 +269,17 @@ class OarMpiJob(MpiJob):
         self._ctl.delete([self.slurm_id, *self.extensions.values()])
         deadline = self.clock() + timeout
         while self.clock() < deadline:
-            if self.job_fields().get("JobState", "CANCELLED") not in ("RUNNING", "PENDING",
-                                                                       "COMPLETING"):
+            look = self.look()
+            if (look.state if look else "CANCELLED") not in ("RUNNING", "PENDING",
+                                                             "COMPLETING"):
                 left = self.leftovers()
                 if not left:
                     return []
             self.sleep(self.poll)
         return self.leftovers()
 
-    def _postmortem(self, fields: dict[str, str]) -> str:
-        host = self.batch or fields.get("BatchHost", "")
+    def _postmortem(self, job: JobLook | None) -> str:
+        host = self.batch or (job.batch_host if job else "")
         if not host:
             return "no batch node known"
         rc = self.shell.read(host, f"{self.run_dir}/ch/mpirun_rc")

@@ -296,7 +296,7 @@ def cancel_all_jobs(tb: Testbed, controllers: Iterable[Container], timeout: floa
 
 def _has_jobs(tb: Testbed, controller: Container) -> bool:
     r = tb.exec(controller.hostname, info.SQUEUE_ARGS, timeout=30)
-    return r.ok and bool(r.stdout.strip())
+    return r.ok and bool(info.parse_squeue(r.stdout))
 
 
 def _remove_leftovers(tb: Testbed, found: list[Container]) -> None:

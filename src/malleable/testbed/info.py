@@ -1,6 +1,7 @@
 """What a running testbed looks like, as data, and the pure parsers that produce it.
 
-``docker inspect`` JSON becomes :class:`Container` records; ``sinfo``/``squeue`` output
+``docker inspect`` JSON becomes :class:`Container` records; ``sinfo --json``/``squeue
+--json`` output, read by the adapter's own parsers (:mod:`malleable.adapters.slurm.parse`),
 becomes per-site counts; :class:`SiteEndpoint` is how a client reaches a site (the
 clusters config that ``malleable testbed config`` prints is made of them).
 """
@@ -10,18 +11,21 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from malleable.testbed.compose import LABEL_ROLE, LABEL_SITE, REST_PORT
+
+if TYPE_CHECKING:
+    from malleable.adapters.slurm.parse import SlurmNode
 
 #: The login user of every testbed container.
 USER = "malleable"
 #: Where the controllers' sshd is published on the host.
 PUBLISH_HOST = "127.0.0.1"
-#: ``sinfo`` format: one line per node, ``NAME STATE``.
-SINFO_ARGS = ("sinfo", "--noheader", "--Node", "--format=%N %T")
-#: ``squeue`` format: one line per job, ``JOBID STATE``.
-SQUEUE_ARGS = ("squeue", "--noheader", "--format=%i %T")
+#: The nodes, as the adapter reads them (:func:`parse_sinfo`).
+SINFO_ARGS = ("sinfo", "--json")
+#: The queue, as the adapter reads it (:func:`parse_squeue`).
+SQUEUE_ARGS = ("squeue", "--json")
 #: The site's Slurm version (``slurm 24.11.5``).
 VERSION_ARGS = ("sinfo", "--version")
 
@@ -177,13 +181,27 @@ def parse_inspect(text: str) -> list[Container]:
 
 
 def parse_sinfo(text: str) -> dict[str, str]:
-    """Node -> state from ``sinfo --Node --format='%N %T'`` (a node listed once)."""
-    states: dict[str, str] = {}
-    for line in text.splitlines():
-        fields = line.split()
-        if len(fields) == 2:
-            states.setdefault(fields[0], fields[1].lower())
-    return states
+    """Node -> state word from ``sinfo --json`` ({} when the output is not readable)."""
+    from malleable.adapters.slurm.parse import ParseError, parse_sinfo_json
+
+    try:
+        return {node.name: node_word(node) for node in parse_sinfo_json(text)}
+    except ParseError:
+        return {}
+
+
+def node_word(node: SlurmNode) -> str:
+    """A node's state as ``sinfo --format=%T`` words it: its base state (``idle``,
+    ``allocated``, ``mixed``, ``down``), ``drained``/``draining`` when drained (idle or down:
+    drained; still running jobs: draining), ``completing`` while an epilog runs, ``*`` when
+    it does not respond."""
+    flags = node.flags
+    word = node.state.lower()
+    if flags & {"DRAIN", "DRAINED", "DRAINING"}:
+        word = "drained" if node.state in ("IDLE", "DOWN") else "draining"
+    elif "COMPLETING" in flags:
+        word = "completing"
+    return word + ("*" if "NOT_RESPONDING" in flags else "")
 
 
 def count_states(states: dict[str, str]) -> dict[str, int]:
@@ -202,10 +220,19 @@ def parse_version(text: str) -> str:
 
 
 def parse_squeue(text: str) -> dict[str, str]:
-    """Job id -> state from ``squeue --format='%i %T'``."""
-    jobs = {}
-    for line in text.splitlines():
-        fields = line.split()
-        if len(fields) == 2:
-            jobs[fields[0]] = fields[1]
-    return jobs
+    """Job id -> state word of the jobs ``squeue --json`` lists that have not ended (what
+    plain ``squeue`` shows: 22.05's JSON also lists jobs that have just ended, later
+    releases' does not); {} when the output is not readable."""
+    from malleable.adapters.slurm.parse import (
+        ParseError,
+        map_state,
+        parse_squeue_json,
+        state_word,
+    )
+
+    try:
+        jobs = parse_squeue_json(text)
+    except ParseError:
+        return {}
+    words = {str(job.job_id): state_word(job.state_raw) for job in jobs}
+    return {job_id: word for job_id, word in words.items() if not map_state(word).finished}

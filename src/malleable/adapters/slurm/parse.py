@@ -2,6 +2,8 @@
 
 * ``squeue --json`` -> :class:`SlurmJob` list (22.05 writes plain values; later
   releases wrap numbers as ``{"set": .., "number": ..}`` and states as lists: both read);
+  the one way a Slurm job is read: the adapter's poll, the MPI runner (:func:`job_argv`,
+  :func:`pick_job`, :func:`state_word`) and the testbed's status all parse it here;
 * ``sinfo --json`` -> :class:`SlurmNode` list;
 * ``scontrol -o show job`` -> one :class:`SlurmJob` per line;
 * ``sacct --parsable2`` (with its header) -> :class:`SlurmJob` list;
@@ -120,6 +122,8 @@ class SlurmJob:
     time_left: float | None = None
     """Seconds the job has left before its time limit, when the output says it without a
     clock (``scontrol``: TimeLimit - RunTime); None otherwise (see :func:`time_left`)."""
+    stdout: str = ""
+    """The batch script's standard output file ("" when unknown)."""
 
     @property
     def state(self) -> JobState:
@@ -224,7 +228,7 @@ def _json_job(raw: Mapping[str, Any]) -> SlurmJob:
         start_time=_time(raw.get("start_time")), end_time=_time(raw.get("end_time")),
         batch_host=_text(raw.get("batch_host")), account=_text(raw.get("account")),
         qos=_text(raw.get("qos")), reservation=_text(raw.get("resv_name")),
-        time_limit=_limit(raw.get("time_limit")))
+        time_limit=_limit(raw.get("time_limit")), stdout=_text(raw.get("standard_output")))
 
 
 def _limit(value: Any) -> int | None:
@@ -240,6 +244,54 @@ def time_left(job: SlurmJob, now: float) -> float | None:
     if job.time_limit is None or job.start_time is None:
         return None
     return job.start_time + job.time_limit * 60.0 - now
+
+
+#: The state flags Slurm names instead of a job's base state, in the order its
+#: ``job_state_string`` tests them (``scontrol``'s ``JobState=`` and 22.05's JSON print that
+#: one word; later releases' JSON lists the base state and then every flag).
+_SHOWN_FLAGS = ("COMPLETING", "STAGE_OUT", "CONFIGURING", "RESIZING", "REQUEUED",
+                "REQUEUE_FED", "REQUEUE_HOLD", "SPECIAL_EXIT", "STOPPED", "REVOKED",
+                "RESV_DEL_HOLD", "SIGNALING")
+
+
+def state_word(raw: str) -> str:
+    """The one word Slurm shows for a job state (``RUNNING COMPLETING`` -> ``COMPLETING``,
+    as ``scontrol`` prints it); "" for an empty state."""
+    words = raw.upper().split()
+    return next((flag for flag in _SHOWN_FLAGS if flag in words[1:]), words[0] if words else "")
+
+
+def job_argv(job_id: int) -> list[str]:
+    """The argv that reads one job: ``squeue --json`` of every state (a job that has just
+    ended included, as long as slurmctld keeps it). 22.05 ignores ``--states`` and ``--jobs``
+    with ``--json`` and lists every job (checked on the testbed): :func:`pick_job` picks."""
+    return ["squeue", "--json", "--states=all", f"--jobs={job_id}"]
+
+
+def pick_job(text: str, job_id: int) -> SlurmJob | None:
+    """Job ``job_id`` from the output of :func:`job_argv`; None when Slurm no longer has it
+    (not listed, or "Invalid job id" among the JSON's errors). ParseError otherwise."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"squeue --json: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ParseError("squeue --json: expected a JSON object")
+    errors = data.get("errors") or []
+    if errors and "invalid job id" in json.dumps(errors).lower():
+        return None
+    if errors:
+        raise ParseError(f"squeue --json: Slurm reported errors: {errors}")
+    return next((j for j in squeue_jobs(data) if j.job_id == job_id), None)
+
+
+def run_seconds(job: SlurmJob, now: float) -> float | None:
+    """Seconds ``job`` has run by epoch ``now`` (to its end if it ended); None before it
+    started."""
+    if job.start_time is None:
+        return None
+    end = job.end_time if job.end_time is not None and job.end_time <= now else now
+    return max(0.0, end - job.start_time)
 
 
 def parse_sinfo_json(text: str) -> list[SlurmNode]:
@@ -328,7 +380,8 @@ def _scontrol_job(p: Mapping[str, str]) -> SlurmJob:
         account=_null(p.get("Account", "")), qos=_null(p.get("QOS", "")),
         reservation=_null(p.get("Reservation", "")),
         time_limit=_duration_minutes(p.get("TimeLimit", "")),
-        time_left=_left(p.get("TimeLimit", ""), p.get("RunTime", "")))
+        time_left=_left(p.get("TimeLimit", ""), p.get("RunTime", "")),
+        stdout=_null(p.get("StdOut", "")))
 
 
 _DURATION = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)$")

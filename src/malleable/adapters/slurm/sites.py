@@ -7,6 +7,7 @@ import getpass
 from malleable.adapters.shell import CommandRunner, LocalRunner, SSHRunner
 from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.config import SiteConfig
+from malleable.errors import InputError
 
 
 def runner_for(site: SiteConfig) -> CommandRunner:
@@ -15,11 +16,22 @@ def runner_for(site: SiteConfig) -> CommandRunner:
 
 
 def ctl_for(site: SiteConfig, runner: CommandRunner | None = None) -> SlurmCtl:
-    """The site's Slurm commands, with its partition, command timeout and user: over
-    slurmrestd for a site with ``transport = "rest"`` (:mod:`~.rest`; no SSH at all)."""
+    """The site's Slurm commands over SSH (or local without a host; or ``runner``), with its
+    partition, command timeout and user. The registry picks this builder or, for a site with
+    ``transport = "rest"``, :func:`rest_ctl` (:func:`malleable.kinds.commands`); a REST site
+    has no SSH, so it is refused here unless a runner is given."""
     if site.rest is not None and runner is None:
-        from malleable.adapters.slurm.rest import rest_ctl_for
-
-        return rest_ctl_for(site.rest, site.command_timeout, site.partition)
+        raise InputError(f"site {site.name} is reached through slurmrestd: its commands come "
+                         "from malleable.kinds.commands(site)")
     user = getpass.getuser() if site.ssh is None else site.ssh.user
     return SlurmCtl(runner or runner_for(site), site.command_timeout, site.partition, user)
+
+
+def rest_ctl(site: SiteConfig) -> SlurmCtl:
+    """The site's Slurm commands over slurmrestd (:mod:`~.rest`; no SSH at all): the
+    builder of Slurm's ``rest`` transport in :mod:`malleable.kinds`."""
+    from malleable.adapters.slurm.rest import rest_ctl_for
+
+    if site.rest is None:
+        raise InputError(f"site {site.name} has no slurmrestd (transport = \"rest\", url = ...)")
+    return rest_ctl_for(site.rest, site.command_timeout, site.partition)

@@ -8,6 +8,7 @@ and runs it, in whichever process it is sent to, returning a :class:`RunOutcome`
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import median
@@ -15,9 +16,9 @@ from typing import Any
 
 from malleable.coorm.core import CoreConfig
 from malleable.coorm.oar import simulate_oar
-from malleable.coorm.resources import paper_platform
+from malleable.coorm.resources import Platform, paper_platform
 from malleable.coorm.sim import SimResult, simulate_coorm
-from malleable.workloads.coorm import LegacyJob, legacy_jobs, swf_jobs, workload
+from malleable.workloads.coorm import LegacyJob, SimJob, legacy_jobs, swf_jobs, workload
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,13 +79,26 @@ def run_one(setup: Setup, spec: RunSpec) -> RunOutcome:
     platform = paper_platform(spec.clusters, setup.hosts)
     jobs = workload(spec.workload, pack_for(setup, spec.instance), setup.seed * 1000
                     + spec.instance, adaptation_delay=spec.delay)
-    if spec.system == "oar":
-        result = simulate_oar(platform, jobs, setup.repolicy_interval,
-                              count_json=spec.count_json)
-    else:
-        config = CoreConfig(setup.repolicy_interval, setup.fair_start)
-        result = simulate_coorm(platform, jobs, config, count_json=spec.count_json)
-    return _outcome(spec, result)
+    system = SYSTEMS.get(spec.system)
+    if system is None:
+        raise ValueError(f"unknown system {spec.system!r}; valid: {', '.join(SYSTEMS)}")
+    return _outcome(spec, system(setup, platform, jobs, spec.count_json))
+
+
+def _coorm(setup: Setup, platform: Platform, jobs: list[SimJob], count_json: bool
+           ) -> SimResult:
+    config = CoreConfig(setup.repolicy_interval, setup.fair_start)
+    return simulate_coorm(platform, jobs, config, count_json=count_json)
+
+
+def _oar(setup: Setup, platform: Platform, jobs: list[SimJob], count_json: bool
+         ) -> SimResult:
+    return simulate_oar(platform, jobs, setup.repolicy_interval, count_json=count_json)
+
+
+#: The simulated systems a :class:`RunSpec` names (the paper compares CooRM with OAR).
+SYSTEMS: dict[str, Callable[[Setup, Platform, list[SimJob], bool], SimResult]] = {
+    "coorm": _coorm, "oar": _oar}
 
 
 def _outcome(spec: RunSpec, result: SimResult) -> RunOutcome:
