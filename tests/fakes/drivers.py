@@ -256,14 +256,14 @@ class TestbedDriver(Driver):
 def testbed_driver(testbed: Any, workdir: Path, rest: bool = False) -> TestbedDriver:
     """A SlurmCluster on site ``vu`` of a testbed that is up, with a run tag of its own
     (through slurmrestd with ``rest``: the config holds no SSH key)."""
-    from malleable.adapters.slurm.sites import ctl_for
+    from malleable import kinds
     from malleable.config import load_config
 
     path = workdir / "clusters.toml"
     path.write_text(testbed.config_toml(rest=rest))
     config = load_config(path).site("vu")
     assert (config.rest is not None and config.ssh is None) if rest else config.ssh is not None
-    cluster = SlurmCluster("vu", ctl_for(config), ScaledClock(time.time(), 1.0),
+    cluster = SlurmCluster("vu", kinds.commands(config), ScaledClock(time.time(), 1.0),
                            f"ct{secrets.token_hex(3)}", Payload(time_scale=1.0))
     kind = "slurm-rest-testbed" if rest else "slurm-testbed"
     return TestbedDriver(kind, cluster, testbed=testbed, slurm=cluster)

@@ -331,12 +331,12 @@ def test_users_submit_and_operators_resize_over_rest(user_version: None, quiet: 
         1, 3)
     # the operator's side over REST: placed at 2 as the site service places (NumNodes, then
     # release: SiteSlurm.start), then resized with `malleable resize`
-    from malleable.adapters.slurm.sites import ctl_for
+    from malleable.adapters.slurm.sites import rest_ctl
     from malleable.config import load_config
 
     service = tmp_path / "service.toml"
     service.write_text(tb.config_toml(rest=True))
-    ctl = ctl_for(load_config(service).site(SITE))
+    ctl = rest_ctl(load_config(service).site(SITE))
     try:
         assert ctl.update_nodes(int(job), "2").rc == 0
         assert ctl.release(int(job)).rc == 0

@@ -11,7 +11,7 @@ import pytest
 from malleable.adapters.slurm.cluster import SlurmCluster
 from malleable.adapters.slurm.payload import Payload
 from malleable.adapters.slurm.rest import NO_MUNGE, RestCtl
-from malleable.adapters.slurm.sites import ctl_for
+from malleable.adapters.slurm.sites import rest_ctl
 from malleable.cli import main
 from malleable.clock import ScaledClock
 from malleable.config import parse_config
@@ -25,7 +25,7 @@ def _rest_ctl(tmp_path: Path, version: tuple[int, int, int]) -> RestCtl:
     token.write_text(_jwt("malleable", time.time() + 600))
     site = parse_config({"clusters": {"vu": {"transport": "rest", "url": "http://127.0.0.1:9",
                                              "token_file": str(token)}}}).site("vu")
-    ctl = ctl_for(site)
+    ctl = rest_ctl(site)
     assert isinstance(ctl, RestCtl)
     ctl.client._version = version  # as if GET /openapi/v3 had said so
     return ctl

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from malleable.adapters.slurm.rest import RestCtl
-from malleable.adapters.slurm.sites import ctl_for
+from malleable.adapters.slurm.sites import rest_ctl
 from malleable.config import load_config
 from malleable.errors import ExternalError
 from tests.unit.test_submit_rest import VERSION, FakeRest, _jwt
@@ -78,7 +78,7 @@ def _ctl(tmp_path: Path, url: str, ca: Path | None) -> RestCtl:
     path = tmp_path / "c.toml"
     path.write_text(f'[clusters.vu]\ntransport = "rest"\nurl = "{url}"\n'
                     f'token_file = "{token}"\n' + (f'tls_ca = "{ca}"\n' if ca else ""))
-    ctl = ctl_for(load_config(path).site("vu"))
+    ctl = rest_ctl(load_config(path).site("vu"))
     assert isinstance(ctl, RestCtl)
     ctl.client.retries = 0
     return ctl

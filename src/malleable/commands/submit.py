@@ -127,10 +127,10 @@ def _targets(config: ClustersConfig, sites: tuple[str, ...], mpi: bool = False
 
 def _rest_target(site: SiteConfig) -> Target:
     """A REST site's target: its slurmrestd and the user its token is for."""
-    from malleable.adapters.slurm.sites import ctl_for
+    from malleable import kinds
     from malleable.site.submit import Target
 
-    ctl = ctl_for(site)
+    ctl = kinds.commands(site, "--site")
     try:
         user = ctl.user  # reads the token (ExternalError if it is missing or expired)
     except BaseException:
