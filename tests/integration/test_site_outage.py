@@ -57,20 +57,24 @@ def _start_controller(tb: Testbed) -> None:
     wait_for(lambda: _controller_up(tb), 60, "uva's slurmctld to answer again")
 
 
-def _runs_on_uva(tb: Testbed) -> bool:
+def _runs_on(tb: Testbed, site: str) -> bool:
     argv = ["squeue", "--noheader", "--format=%i", "--states=RUNNING", "--user=malleable"]
-    return bool(tb.exec("uva", argv, check=True).stdout.split())
+    return bool(tb.exec(site, argv, check=True).stdout.split())
 
 
 def _outage(tb: Testbed, began: threading.Event, ended: threading.Event,
-            on_job: bool = False) -> None:
-    time.sleep(8.0)  # a few jobs placed on both sites first
-    if on_job:  # one of them on uva
-        wait_for(lambda: _runs_on_uva(tb), 90, "a job of the run running on uva")
+            noted: dict[str, float]) -> None:
+    """uva's controller stopped for OUTAGE s once a job of the run runs on each site (it was
+    a bare 8-s sleep, which on a loaded machine could come before any job ran on uva)."""
+    start = time.monotonic()
+    wait_for(lambda: _runs_on(tb, "vu") and _runs_on(tb, "uva"), 90,
+             "a job of the run running on each site")
     tb.exec("uva", ["pkill", "-x", "slurmctld"], check=True)
+    noted["outage_began_s"] = round(time.monotonic() - start, 1)
     began.set()
     time.sleep(OUTAGE)
     _start_controller(tb)
+    noted["outage_ended_s"] = round(time.monotonic() - start, 1)
     ended.set()
 
 
@@ -79,7 +83,8 @@ def test_one_site_down_never_stops_the_other(quiet: Testbed, tmp_path: Path) -> 
     config.write_text(quiet.config_toml())
     out = tmp_path / "out"
     began, ended = threading.Event(), threading.Event()
-    outage = threading.Thread(target=_outage, args=(quiet, began, ended), daemon=True)
+    times = dict[str, float]()  # when the outage began and ended, from the thread's start
+    outage = threading.Thread(target=_outage, args=(quiet, began, ended, times), daemon=True)
     outage.start()
     rc = main(["manager", "run", "--config", str(config), "--approach", "pwa", "--policy",
                "fpsma", "--workload", "wm", "--jobs", str(JOBS), "--time-scale", "0.05",
@@ -87,7 +92,8 @@ def test_one_site_down_never_stops_the_other(quiet: Testbed, tmp_path: Path) -> 
     outage.join(timeout=OUTAGE + 90)
     summary = json.loads((out / "summary.json").read_text())
     health = summary["site_health"]
-    print(f"\noutage: rc {rc}, stopped {summary['stopped']}, cycles {summary['cycles']}, "
+    print(f"\noutage {times}: rc {rc}, stopped {summary['stopped']}, "
+          f"cycles {summary['cycles']}, "
           f"cycle p95 {summary['cycle_p95_s']} s, health {json.dumps(health)}")
     assert began.is_set(), "the run ended before the outage began"
     assert rc == 0 and summary["stopped"] == "done" and summary["completed"] == JOBS
@@ -138,7 +144,8 @@ def test_a_site_given_up_is_probed_cancels_its_failed_jobs_and_is_used_again(
     workload.write_text(SWF)
     out = tmp_path / "out"
     began, ended = threading.Event(), threading.Event()
-    outage = threading.Thread(target=_outage, args=(quiet, began, ended, True), daemon=True)
+    times = dict[str, float]()
+    outage = threading.Thread(target=_outage, args=(quiet, began, ended, times), daemon=True)
     outage.start()
     stop, noted = threading.Event(), dict[str, float]()
     finisher = threading.Thread(target=_finish_vu_once_the_third_runs_on_uva,
@@ -163,7 +170,8 @@ def test_a_site_given_up_is_probed_cancels_its_failed_jobs_and_is_used_again(
     acct = quiet.exec("uva", ["sacct", "-X", "-n", "-P", "--format=JobName,State",
                               f"--name={','.join(names)}"], check=True).stdout.splitlines()
     states = dict(line.split("|", 1) for line in acct if line.strip())
-    print(f"\ngiven up: rc {rc}, stopped {summary['stopped']}, uva {json.dumps(health)}, "
+    print(f"\ngiven up (outage {times}): rc {rc}, stopped {summary['stopped']}, "
+          f"uva {json.dumps(health)}, "
           f"failed {failed}, their Slurm jobs {states}, vu's finish file {noted}, jobs "
           f"{[(j, r['cluster'], r['state'], r['start'], r['end']) for j, r in rows.items()]}")
     assert began.is_set() and ended.is_set()
