@@ -123,9 +123,6 @@ class Manager:
     run whose sites never fail, a simulation, takes the plain path)."""
     in_flight: dict[str, str] = field(default_factory=dict)
     """Jobs whose grow or shrink an adapter answered PENDING: ``grow`` or ``shrink``."""
-    _blocked: tuple[tuple[ClusterView, ...], str] | None = field(init=False)
-    """After a decision that only left the queue's head waiting: the sites' views it was
-    made on and the head's id (:meth:`_in_order`)."""
     _sites: dict[str, ResourceManager] = field(init=False)
     """``clusters`` as a dict, which a compiled manager reads and walks directly (a
     ``Mapping`` it reaches through Python's generic calls: about 3% of a FIFO run).
@@ -135,7 +132,6 @@ class Manager:
     def __post_init__(self) -> None:
         self._queue_view = _QueueView(self._queue)
         self.last_view = None
-        self._blocked = None
         self._sites = dict(self.clusters)
         if any(Capability.FEEDBACK in rm.capabilities for rm in self._sites.values()):
             self.policy = honour_requests(self.policy)  # applications' own grow requests
@@ -226,15 +222,8 @@ class Manager:
 
     def cycle(self, now: float) -> int:
         """One observe -> decide -> act pass; returns how many actions were applied."""
-        clusters = self._observe()
-        view = View(now, clusters, self._queue_view)
+        view = View(now, self._observe(), self._queue_view)
         self.last_view = view
-        if self._in_order(clusters):  # the policy would do nothing, or defer the head again
-            queue = self._queue
-            if not queue:
-                return 0
-            self._settle_queue([], [next(iter(queue))], now)
-            return 1
         placed: list[str] = []
         deferred: list[str] = []
         applied = 0
@@ -252,39 +241,9 @@ class Manager:
             applied += 1
             action = send(answer)
         next(steps, None)  # ends it: left suspended, it would be closed by an exception
-        self._blocked = None
-        if applied == 1 and not placed and len(deferred) == 1 and self._queue \
-                and next(iter(self._queue)) == deferred[0]:
-            self._blocked = (tuple(clusters.values()), deferred[0])
         if placed or deferred:
             self._settle_queue(placed, deferred, now)
         return applied
-
-    def _in_order(self, clusters: dict[str, ClusterView]) -> bool:
-        """Whether the policy, one that places waiting jobs in queue order only and stops
-        at the first it cannot place (``waits_in_order``, FCFS's), would decide nothing new
-        in this cycle: no job waits, or its last decision was to leave the head waiting,
-        that job is still the head and no site changed since (every view the same object:
-        a view never changes, and a simulated cluster hands out the same one until one of
-        its jobs changes). Then the manager does what the decision would do without
-        running it: nothing, or the head's failed try. Never with sites' health kept (a
-        real site that failed once)."""
-        if not getattr(self.policy, "waits_in_order", False) or self.health:
-            self._blocked = None
-            return False
-        if not self._queue:
-            self._blocked = None
-            return True
-        blocked = self._blocked
-        if blocked is None or next(iter(self._queue)) != blocked[1]:
-            return False
-        seen = blocked[0]
-        if len(seen) != len(clusters):
-            return False
-        for before, now in zip(seen, clusters.values(), strict=True):  # noqa: SIM110 (no genexpr per cycle)
-            if before is not now:
-                return False
-        return True
 
     # -------------------------------------------------------------- the service's API
     # What a long-running service (malleable.site) asks of the manager, so that it never

@@ -18,7 +18,6 @@ policy run per time), this gives the same schedule as AccaSim's
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from malleable.compiling import mypyc_attr
 from malleable.model import Defer, Place, View
@@ -31,10 +30,6 @@ class FCFS:
     """Strict FCFS, first fit: the queue head starts as soon as it fits, nothing passes it."""
 
     name: str = "fcfs"
-    waits_in_order: ClassVar[bool] = True
-    """Places waiting jobs in queue order only and stops at the first it cannot place: with
-    no job waiting it does nothing, and having left the head waiting it leaves it waiting
-    until some cluster changes (the manager then skips the decision: manager.py)."""
 
     def decide(self, view: View, now: float) -> Steps:
         free = [(name, c.available) for name, c in view.clusters.items()]
