@@ -155,6 +155,9 @@ SOURCE: Path = ROOT / "src"
 #: The compiled build's sources (``--compiled``), or None.
 COMPILED: Path | None = None
 
+#: Another tree's plain sources (``--baseline``: main's, say), with their bytecode, or None.
+BASELINE: Path | None = None
+
 
 def compiled_twin(label: str, n_jobs: int, run: Run | None, source: Run | None,
                   same: bool | None, peer_name: str = "", peer: Run | None = None) -> Row:
@@ -394,11 +397,13 @@ def rigid_pairs(policy: str, peer_policy: str, n_jobs: int, trace: Path, setup: 
                                   comp is not None and comp.stdout == mine.stdout,
                                   peer_name, theirs))
     wide = python is not None and n_jobs <= setup.accasim_starts_max
-    mine_out, theirs_out, comp_out = best_of(
+    base_out = setup.workdir / f"baseline-{policy}-{n_jobs}"
+    mine_out, theirs_out, comp_out, base = best_of(
         setup.repeat, ours(policy, trace, "128", out),
         accasim(python, setup.bench, trace, peer_policy, planned, sched=True)
         if python is not None and wide else None,
-        ours(policy, trace, "128", twin, src=COMPILED) if COMPILED else None)
+        ours(policy, trace, "128", twin, src=COMPILED) if COMPILED else None,
+        ours(policy, trace, "128", base_out, src=BASELINE) if BASELINE else None)
     label_out = f"{label}, per-job output"
     rows.append(Row(label_out, n_jobs, mine_out, peer_name if theirs_out else "", theirs_out,
                     "ours writes jobs.csv" + (", AccaSim its dispatching plan; the start "
@@ -407,6 +412,16 @@ def rigid_pairs(policy: str, peer_policy: str, n_jobs: int, trace: Path, setup: 
         rows.append(compiled_twin(label_out, n_jobs, comp_out, mine_out,
                                   same_files(out / "jobs.csv", twin / "jobs.csv"),
                                   peer_name if theirs_out else "", theirs_out))
+    if BASELINE and base is not None:
+        # the issue 36 pure-build target: this tree's source run against the baseline
+        # tree's (main's), both writing jobs.csv, taken in turn in the same loop
+        same = same_files(out / "jobs.csv", base_out / "jobs.csv") and \
+            same_files(out / "summary.json", base_out / "summary.json")
+        rows.append(Row(f"{label_out} vs baseline tree", n_jobs, mine_out, "baseline tree",
+                        base, f"{base.cpu / mine_out.cpu:.2f}x the baseline's speed "
+                        f"(target >= 2x); jobs.csv and summary.json "
+                        f"{'SAME' if same else 'DIFFERENT'} as the baseline's"
+                        if mine_out else ""))
     # the issue 36 targets: ours as a user runs it (jobs.csv written) against AccaSim's
     # summary-only time (the same runs as above, paired differently)
     label_target = f"{label}, jobs.csv vs AccaSim summary"
@@ -496,6 +511,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, help="traces and outputs (default: temporary)")
     parser.add_argument("--compiled", action="store_true",
                         help="also run the compiled build (setup.py; built first, ~35 s)")
+    parser.add_argument("--baseline", type=Path,
+                        help="another checkout (main's worktree, say): its plain sources run "
+                             "the per-job output rows too, in turn with ours, and the row "
+                             "'... vs baseline tree' compares the two (CPU and outputs)")
     parser.add_argument("--only", choices=["koala", "fifo", "easy", "rigid", "malleable"],
                         action="append", help="run only these rows (repeatable; rigid: fifo "
                                               "and easy)")
@@ -511,9 +530,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="malleable-bench-") as tmp:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        global SOURCE, COMPILED
+        global SOURCE, COMPILED, BASELINE
         if parts - {"koala"}:  # the KOALA rows run in this process
             SOURCE = compiled.source(workdir / "source")
+            if args.baseline is not None:
+                BASELINE = compiled.source(workdir / "baseline", args.baseline.resolve())
         if args.compiled:
             print("  building the compiled build (benchmarks/compiled.py) ...", flush=True)
             COMPILED = compiled.build(workdir / "compiled") / "src"

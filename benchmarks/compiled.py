@@ -50,11 +50,11 @@ def build(dest: Path) -> Path:
     return tree
 
 
-def source(dest: Path) -> Path:
-    """A copy of the checkout's plain sources (``src/``, without bytecode or compiled
-    modules, whatever is beside them) in ``dest``, with their bytecode; its ``src``."""
+def source(dest: Path, root: Path = ROOT) -> Path:
+    """A copy of the checkout's (or ``root``'s) plain sources (``src/``, without bytecode or
+    compiled modules, whatever is beside them) in ``dest``, with their bytecode; its ``src``."""
     shutil.rmtree(dest, ignore_errors=True)
-    shutil.copytree(ROOT / "src", dest / "src",
+    shutil.copytree(root / "src", dest / "src",
                     ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyc"))
     _bytecode(dest / "src")
     return dest / "src"

@@ -316,10 +316,14 @@ class Manager:
         """Drain every site's events and take its view; a failing site shows offline."""
         if not self.health:
             try:
-                for rm in self._sites.values():
+                sites = self._sites
+                for rm in sites.values():
                     for event in rm.drain_events():
                         self.on_event(event)
-                return {name: rm.observe() for name, rm in self._sites.items()}
+                views = {}
+                for name, rm in sites.items():  # not a comprehension: no frame a cycle
+                    views[name] = rm.observe()
+                return views
             except ExternalError as exc:
                 logger.debug("a site failed (%s): observing site by site", exc)
         views = {}

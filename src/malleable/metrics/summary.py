@@ -48,6 +48,24 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
+def _cell_text(value: float | None) -> str:
+    """What csv.writer writes for :func:`csv_cell` of ``value``: a float's repr (rounded as
+    csv_cell rounds it), "" for NaN and None, anything else as ``str``."""
+    if isinstance(value, float):
+        if value.is_integer():
+            return repr(value + 0.0)  # no "-0.0"
+        if math.isnan(value):
+            return ""
+        return repr(round(value, CSV_DECIMALS) + 0.0)
+    return "" if value is None else str(value)
+
+
+def _needs_no_quotes(text: str) -> bool:
+    """Whether csv.writer writes ``text`` as it is (QUOTE_MINIMAL: no delimiter, quote
+    character or line end in it)."""
+    return not ("," in text or '"' in text or "\r" in text or "\n" in text)
+
+
 def write_records(path: Path, records: Iterable[JobRecord],
                   operations: Iterable[Operation]) -> None:
     """The per-job CSV of ``records``, counting each job's grows and shrinks in
@@ -67,14 +85,47 @@ class RecordWriter:
     :func:`csv_cell`. Rows are tuples for ``csv.writer``: a ``DictWriter``'s per-row dict
     and field check took a quarter of a 100k-job FIFO run."""
 
-    __slots__ = ("_writerow",)
+    __slots__ = ("_plain", "_write", "_writerow")
 
     def __init__(self, out: IO[str]) -> None:
         writer = csv.writer(out)
         writer.writerow(RECORD_COLUMNS)
         self._writerow = writer.writerow
+        self._write = out.write
+        self._plain: dict[str, bool] = {}  # kinds, states, apps, clusters: a few values
 
     def add(self, record: JobRecord, grows: int = 0, shrinks: int = 0) -> None:
+        spec = record.spec
+        job_id, kind, app = spec.id, spec.kind.value, spec.app
+        cluster, state = record.cluster, record.state.value
+        plain = self._plain
+        if (plain.get(kind) or self._check(kind)) and (plain.get(app) or self._check(app)) \
+                and (plain.get(cluster) or self._check(cluster)) \
+                and (plain.get(state) or self._check(state)) \
+                and (job_id.isdigit() or _needs_no_quotes(job_id)):
+            # the line csv.writer would write (tests/unit/test_record_writer.py), made
+            # here: the csv module copies each field character by character, and checks
+            # each for the characters that need quotes (about 30% faster so)
+            self._write(
+                f"{job_id},{kind},{app},{cluster},{state},{_cell_text(spec.submit_time)},"
+                f"{_cell_text(record.start)},{_cell_text(record.end)},"
+                f"{_cell_text(record.wait)},{_cell_text(record.execution)},"
+                f"{_cell_text(record.response)},{_cell_text(record.avg_size)},"
+                f"{record.max_size},{spec.min_size},{spec.max_size},{spec.initial_size},"
+                f"{grows + shrinks},{grows},{shrinks}\r\n")
+            return
+        self._row(record, grows, shrinks)
+
+    def _check(self, text: str) -> bool:
+        """Whether ``text`` needs no quotes in a CSV cell (kept for the few repeated ones)."""
+        plain = self._plain
+        if len(plain) > 256:
+            plain.clear()
+        plain[text] = ok = _needs_no_quotes(text)
+        return ok
+
+    def _row(self, record: JobRecord, grows: int, shrinks: int) -> None:
+        """The row through csv.writer (a field that needs quotes)."""
         spec = record.spec
         self._writerow((
             spec.id, spec.kind.value, spec.app, record.cluster, record.state.value,

@@ -117,6 +117,7 @@ def simulate(jobs: Sequence[JobSpec] | JobBatches, clusters: Sequence[Cluster],
               if config.background_trace is not None else None)
     feed = _Feed(engine, manager, source, keep=sink is not None)
     handed = _Handover(manager, feed.kept, sink) if sink is not None else None
+    total = len(source)  # a JobTable's __len__ is Python code: not once a cycle
 
     def on_step(now: float) -> bool:
         if background is not None:
@@ -134,7 +135,7 @@ def simulate(jobs: Sequence[JobSpec] | JobBatches, clusters: Sequence[Cluster],
             replay.start_waiting()
         if handed is not None:
             handed.step()
-        return manager.unfinished > 0 or feed.submitted < len(source)
+        return manager.unfinished > 0 or feed.submitted < total
 
     if config.poll_interval:
         _poll(engine, config.poll_interval)
@@ -254,7 +255,9 @@ def _nothing() -> None:
 def _changed_the_field(manager: Manager, since: int) -> bool:
     """Did the last cycle start a malleable job (it may grow now) or shrink one (its
     nodes may be free now)? A rigid start changes nothing a second look would use."""
-    for op in manager.operations[since:]:
+    operations = manager.operations
+    for i in range(since, len(operations)):  # no slice a cycle
+        op = operations[i]
         if op.kind == "shrink":
             return True
         if op.kind == "place" and manager.records[op.job_id].spec.malleable:

@@ -1,0 +1,76 @@
+"""jobs.csv's rows as RecordWriter writes them (a line made by hand when no field needs
+quotes) are those csv.writer writes for the same cells, byte for byte."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import random
+
+import pytest
+
+from malleable.metrics.records import JobRecord
+from malleable.metrics.summary import RECORD_COLUMNS, RecordWriter, csv_cell
+from malleable.model import JobKind, JobSpec, JobState
+
+
+def by_csv(record: JobRecord, grows: int, shrinks: int) -> str:
+    """The row as the csv module writes it (the writer before the hand-made line)."""
+    out = io.StringIO()
+    spec = record.spec
+    csv.writer(out).writerow((
+        spec.id, spec.kind.value, spec.app, record.cluster, record.state.value,
+        csv_cell(spec.submit_time), csv_cell(record.start), csv_cell(record.end),
+        csv_cell(record.wait), csv_cell(record.execution), csv_cell(record.response),
+        csv_cell(record.avg_size), record.max_size, spec.min_size, spec.max_size,
+        spec.initial_size, grows + shrinks, grows, shrinks))
+    return out.getvalue()
+
+
+def written(record: JobRecord, grows: int = 0, shrinks: int = 0) -> str:
+    out = io.StringIO()
+    writer = RecordWriter(out)
+    writer.add(record, grows, shrinks)
+    header, _, row = out.getvalue().partition("\r\n")
+    assert header == ",".join(RECORD_COLUMNS)
+    return row
+
+
+def record(job_id: str = "7", app: str = "fixed", cluster: str = "c", submit: float = 3.0,
+           start: float | None = 10.0, end: float | None = 20.5,
+           state: JobState = JobState.COMPLETED, kind: JobKind = JobKind.MALLEABLE,
+           sizes: tuple[tuple[float, int], ...] = ((10.0, 2),)) -> JobRecord:
+    spec = JobSpec(job_id, kind, 1, 8, 2, submit, app=app, runtime=5.0)
+    rec = JobRecord(spec)
+    if start is not None:
+        rec.place(start, cluster)
+        for time, size in sizes:
+            rec.resize(time, size)
+    if end is not None:
+        rec.finish(end, state)
+    return rec
+
+
+@pytest.mark.parametrize("job_id", ["7", "job-1", "a,b", 'say "x"', "line\nend", "cr\rx", ""])
+@pytest.mark.parametrize("cluster", ["c", "fs0,fs1", ""])
+def test_quoted_fields_are_written_as_csv_writes_them(job_id: str, cluster: str) -> None:
+    rec = record(job_id, app="amdahl:0.9", cluster=cluster)
+    assert written(rec, 1, 2) == by_csv(rec, 1, 2)
+
+
+def test_times_none_nan_negative_zero_and_long_floats_as_csv_writes_them() -> None:
+    rnd = random.Random(3)
+    cases = [record(start=None, end=None, state=JobState.WAITING),  # never started
+             record(start=None, end=4.0, state=JobState.FAILED),  # rejected
+             record(submit=-0.0, start=-0.0, end=0.0),  # "-0.0" is never written
+             record(submit=1 / 3, start=2 / 3, end=45.99999999999999),
+             record(end=math.inf), record(start=5.0, end=5.0),
+             record(sizes=((10.0, 2), (12.25, 5), (17.0, 1)), end=30.123456789)]
+    for _ in range(200):
+        start = rnd.uniform(0, 1e7)
+        cases.append(record(submit=rnd.choice([float(rnd.randint(0, 10**6)), rnd.random()]),
+                            start=start, end=start + rnd.expovariate(1e-4),
+                            sizes=((start, rnd.randint(1, 8)),)))
+    for rec in cases:
+        assert written(rec, 0, 0) == by_csv(rec, 0, 0)
