@@ -54,15 +54,20 @@ def test_reader_refuses_a_line_that_is_not_swf(tmp_path: Path) -> None:
 
     with pytest.raises(InputError, match=r"log.swf.gz:3"):
         read_log(_log(tmp_path, "1 2 3\n"))
-    with pytest.raises(InputError, match=r"log.swf.gz:3: a submit time above"):
+    # the one SWF reader's bounds (issue 39 item 2: reallog reads through swf.read_trace)
+    with pytest.raises(InputError, match=r"log.swf.gz:3: submit time 1e\+20 .* is outside"):
         read_log(_log(tmp_path, _line(1, 1e20, 0, 5, 2)))
-    with pytest.raises(InputError, match=r"log.swf.gz:3: .* a duration above"):
+    with pytest.raises(InputError, match=r"log.swf.gz:3: run time .* is outside"):
         read_log(_log(tmp_path, _line(1, 0, 0, 2e9, 2)))
+    with pytest.raises(InputError, match=r"log.swf.gz: a wait above"):
+        read_log(_log(tmp_path, _line(1, 0, 5e9, 5, 2)))
     # absolute Unix submit times (as Theta's log has them) count from the first
     unix = read_log(_log(tmp_path, _line(1, 1641021254, 0, 5, 2) + _line(2, 1641021300, 0, 5, 2)))
     assert [j.submit for j in unix.jobs] == [0.0, 46.0]
-    with pytest.raises(InputError, match="no job that ran"):
+    with pytest.raises(InputError, match="no jobs to simulate"):
         read_log(_log(tmp_path, _line(1, 0, 0, -1, 2)))
+    with pytest.raises(InputError, match="no job that ran"):
+        read_log(_log(tmp_path, _line(1, 0, 0, 0, 2)))
 
 
 def test_window_rule_scales_sizes_and_keeps_the_state_at_its_start() -> None:
