@@ -49,6 +49,22 @@ def test_reader_rules_for_real_oddities(tmp_path: Path) -> None:
         (0.0, 5.0, 50.0, 2), (10.0, 0.0, 20.0, 4), (50.0, 0.0, 30.0, 1)]
 
 
+def test_reader_takes_allocated_first_and_reads_other_files_line_by_line(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # field 5 (allocated, 2 processors: 1 node) before field 8 (requested, 8: 4 nodes)
+    log = read_log(_log(tmp_path, _line(1, 0, 7, 10, 2, req=8)))
+    assert [(j.wait, j.nodes) for j in log.jobs] == [(7.0, 1)]
+    # a header the vectorized reader does not vouch for (not ASCII): read line by line,
+    # without waits, the size of the one reader (field 8: 4 nodes)
+    path = tmp_path / "odd.swf.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write(HEADER + "; Note: caf\u00e9\n" + _line(1, 0, 7, 10, 2, req=8))
+    with caplog.at_level("WARNING"):
+        odd = read_log(path)
+    assert [(j.wait, j.nodes) for j in odd.jobs] == [(0.0, 4)]
+    assert "not a plain SWF log" in caplog.text
+
+
 def test_reader_refuses_a_line_that_is_not_swf(tmp_path: Path) -> None:
     from malleable.errors import InputError
 
