@@ -49,20 +49,41 @@ def test_reader_rules_for_real_oddities(tmp_path: Path) -> None:
         (0.0, 5.0, 50.0, 2), (10.0, 0.0, 20.0, 4), (50.0, 0.0, 30.0, 1)]
 
 
+def test_reader_takes_allocated_first_and_reads_other_files_line_by_line(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # field 5 (allocated, 2 processors: 1 node) before field 8 (requested, 8: 4 nodes)
+    log = read_log(_log(tmp_path, _line(1, 0, 7, 10, 2, req=8)))
+    assert [(j.wait, j.nodes) for j in log.jobs] == [(7.0, 1)]
+    # a header the vectorized reader does not vouch for (not ASCII): read line by line,
+    # without waits, the size of the one reader (field 8: 4 nodes)
+    path = tmp_path / "odd.swf.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write(HEADER + "; Note: caf\u00e9\n" + _line(1, 0, 7, 10, 2, req=8))
+    with caplog.at_level("WARNING"):
+        odd = read_log(path)
+    assert [(j.wait, j.nodes) for j in odd.jobs] == [(0.0, 4)]
+    assert "not a plain SWF log" in caplog.text
+
+
 def test_reader_refuses_a_line_that_is_not_swf(tmp_path: Path) -> None:
     from malleable.errors import InputError
 
     with pytest.raises(InputError, match=r"log.swf.gz:3"):
         read_log(_log(tmp_path, "1 2 3\n"))
-    with pytest.raises(InputError, match=r"log.swf.gz:3: a submit time above"):
+    # the one SWF reader's bounds (issue 39 item 2: reallog reads through swf.read_trace)
+    with pytest.raises(InputError, match=r"log.swf.gz:3: submit time 1e\+20 .* is outside"):
         read_log(_log(tmp_path, _line(1, 1e20, 0, 5, 2)))
-    with pytest.raises(InputError, match=r"log.swf.gz:3: .* a duration above"):
+    with pytest.raises(InputError, match=r"log.swf.gz:3: run time .* is outside"):
         read_log(_log(tmp_path, _line(1, 0, 0, 2e9, 2)))
+    with pytest.raises(InputError, match=r"log.swf.gz: a wait above"):
+        read_log(_log(tmp_path, _line(1, 0, 5e9, 5, 2)))
     # absolute Unix submit times (as Theta's log has them) count from the first
     unix = read_log(_log(tmp_path, _line(1, 1641021254, 0, 5, 2) + _line(2, 1641021300, 0, 5, 2)))
     assert [j.submit for j in unix.jobs] == [0.0, 46.0]
-    with pytest.raises(InputError, match="no job that ran"):
+    with pytest.raises(InputError, match="no jobs to simulate"):
         read_log(_log(tmp_path, _line(1, 0, 0, -1, 2)))
+    with pytest.raises(InputError, match="no job that ran"):
+        read_log(_log(tmp_path, _line(1, 0, 0, 0, 2)))
 
 
 def test_window_rule_scales_sizes_and_keeps_the_state_at_its_start() -> None:

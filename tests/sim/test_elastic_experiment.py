@@ -99,3 +99,36 @@ def test_elastic_smoke_on_a_small_log(tmp_path: Path,
                  "--malleable-fraction", "0,120"]) == 2
     assert main(["experiment", "elastic", "--out", str(out), "--trace", str(log),
                  "--policies", "nope"]) == 2
+
+
+def test_full_size_range() -> None:
+    jobs = _jobs()
+    specs = convert(jobs, machine=10, fraction=1.0, seed=3, size_range="full")
+    catalog = standard_catalog()
+    for spec, job in zip(specs, jobs, strict=True):
+        assert (spec.min_size, spec.initial_size, spec.max_size) == (1, 1, 10)
+        assert spec.preferred_size == job.nodes
+        assert catalog.time_model(spec)(job.nodes) == pytest.approx(600.0)
+    with pytest.raises(ValueError):
+        convert(jobs, 10, 1.0, 3, size_range="wide")
+
+
+@pytest.mark.slow
+def test_elastic_on_a_lublin_log_against_fcfs(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "lublin"
+    assert main(["experiment", "elastic", "--out", str(out), "--lublin", "150",
+                 "--lublin-nodes", "32", "--lublin-seed", "4", "--size-range", "full",
+                 "--baseline", "fcfs", "--policies", "easy-largest,fpsma-pra-cap2",
+                 "--malleable-fraction", "100", "--reps", "1", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["baseline_policy"] == "fcfs-rigid" and summary["size_range"] == "full"
+    assert summary["jobs"] == 150 and summary["nodes"] == 32
+    assert (out / "lublin-150-seed4.swf").exists()
+    assert summary["baseline"]["completed"] == 150
+    report = (out / "report.md").read_text()
+    assert "- **Baseline**: FCFS on the rigid log" in report
+    assert "`--size-range full`" in report
+    assert main(["experiment", "elastic", "--out", str(out)]) == 2  # no log
+    assert main(["experiment", "elastic", "--out", str(out), "--lublin", "10",
+                 "--trace", "x.swf"]) == 2

@@ -26,6 +26,13 @@ def test_elastic_policy_keys_are_the_runs_policies() -> None:
     assert tuple(p.key for p in POLICIES) == POLICY_KEYS
 
 
+def test_elastic_baseline_keys_are_the_runs_baselines() -> None:
+    from malleable.experiments.elastic.options import BASELINE_KEYS
+    from malleable.experiments.elastic.runs import BASELINES
+
+    assert tuple(BASELINES) == BASELINE_KEYS
+
+
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
 def test_the_runs_module_takes_the_options_it_is_given(name: str) -> None:
     """``experiment.add_arguments`` (kept for callers of the runs' module) is the options'."""

@@ -1,43 +1,38 @@
 """A real machine's log (SWF, plain or gzipped), read as the numbers a study needs.
 
-This is the small reader issue 39 needed before the SWF reader learnt gzip and real
-logs' headers (issue 36, branch ``speed``): once that lands, :func:`read_log` can take
-its rows instead. It keeps, per job, the submit time, the wait, the run time and the
-nodes it held, and from the header the machine's nodes and processors per node.
-
-Rules for real logs' oddities (each counted in :attr:`RealLog.skipped`):
+The file is read by the project's one SWF reader (:func:`malleable.workloads.swf.read_trace`:
+gzip, the header, the field bounds and checks of docs/workloads.md); this module keeps,
+per job, the submit time, the wait, the run time and the nodes it held, and from the
+header the machine's nodes and processors per node, with its own rules for the studies of
+real logs (issue 39: ``experiment elastic``, background load), each counted in
+:attr:`RealLog.skipped`:
 
 * size: allocated processors (field 5), else requested (field 8); a job without
-  either (-1 or 0) is skipped;
-* run time (field 4) of -1 or 0: skipped (it held no node for any time);
+  either (-1 or 0) is skipped (by the reader);
+* run time (field 4) of -1 (by the reader) or 0: skipped (it held no node for any time);
 * the status (field 11) is not used: a cancelled or failed job that ran held its
   nodes as long as it ran;
 * a wait of -1 counts as 0;
 * nodes = ceil(processors / processors per node), the processors per node being the
   header's ``MaxProcs / MaxNodes`` (1 when either is missing), capped at ``MaxNodes``;
-* a line with fewer than 18 fields, a field that is not a number, a submit time above
-  :data:`MAX_SUBMIT` (absolute Unix times are fine), a duration above :data:`MAX_TIME` or
-  a size above :data:`MAX_SIZE` stops the read (file:line).
+* a wait above :data:`MAX_TIME` stops the read (the reader bounds the other fields);
+  a file the vectorized reader does not take (not plain 18-field ASCII lines) is read
+  line by line, without waits (0) and with the reader's size (field 8, else 5).
 """
 
 from __future__ import annotations
 
-import gzip
+import logging
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from malleable.errors import InputError
 
-#: Largest log read, in bytes once uncompressed (a hostile file stays bounded).
-MAX_BYTES = 512 * 1024 * 1024
-#: Largest submit time (s): absolute Unix times up to 2106 (Theta's log has them).
-MAX_SUBMIT = 2**32
-#: Largest wait, run or requested time (s) and size (processors) of a line.
+logger = logging.getLogger(__name__)
+
+#: Largest wait (s) of a line.
 MAX_TIME = 1_000_000_000
-MAX_SIZE = 10_000_000
-_HEADER = re.compile(r";\s*(\w+):\s*(\d+)")
 
 
 @dataclass(frozen=True)
@@ -66,62 +61,52 @@ class RealLog:
         return self.jobs[-1].submit if self.jobs else 0.0
 
 
-def _text(path: Path) -> str:
-    opener = gzip.open if path.suffix == ".gz" else open
-    try:
-        with opener(path, "rb") as handle:
-            data = handle.read(MAX_BYTES + 1)
-    except (OSError, EOFError) as exc:
-        raise InputError(f"cannot read the log: {exc}", source=str(path)) from None
-    if len(data) > MAX_BYTES:
-        raise InputError(f"log larger than {MAX_BYTES} bytes uncompressed", source=str(path))
-    return data.decode("utf-8", errors="replace")
+Row = tuple[float, float, float, float, float]
+
+
+def _rows(path: Path) -> tuple[list[Row], list[str], int]:
+    """(submit, wait, runtime, processors, requested) of the jobs that ran, in submit
+    order; the header lines; the jobs skipped."""
+    import numpy as np
+
+    from malleable.workloads.swf import read_trace
+
+    trace = read_trace(path)
+    if isinstance(trace.jobs, list):
+        logger.warning("%s: not a plain SWF log; read without waits", path)
+        specs = sorted(trace.jobs, key=lambda j: j.submit_time)
+        fields = np.array([(j.submit_time, 0.0, j.runtime if j.runtime is not None else -1.0,
+                            j.initial_size, -1.0, j.walltime or -1.0) for j in specs],
+                          dtype=float).reshape(-1, 6)
+    else:
+        fields = trace.jobs.log_fields()
+    submit, wait, runtime, size, allocated, req_time = fields.T
+    if len(wait) and float(wait.max()) > MAX_TIME:
+        raise InputError(f"a wait above {MAX_TIME} s", source=str(path))
+    ran = (runtime > 0) & (submit >= 0)
+    procs = np.where(allocated > 0, allocated, size)
+    requested = np.where(req_time > 0, req_time, runtime)
+    rows = list(zip(submit[ran].tolist(), np.maximum(wait[ran], 0.0).tolist(),
+                    runtime[ran].tolist(), procs[ran].tolist(), requested[ran].tolist(),
+                    strict=True))
+    return rows, trace.header, trace.skipped + int(np.count_nonzero(~ran))
 
 
 def read_log(path: str | Path) -> RealLog:
-    """The jobs of a real SWF log (``.swf`` or ``.swf.gz``); InputError naming file:line
-    for a line that is not SWF, or a log without a job that ran."""
+    """The jobs of a real SWF log (``.swf`` or ``.swf.gz``); the reader's InputError for
+    a file that is not SWF, or a log without a job that ran."""
+    from malleable.workloads.swf_log import LogHeader
+
     path = Path(path)
-    header: dict[str, int] = {}
-    rows: list[tuple[float, float, float, float, float]] = []
-    skipped = 0
-    for number, line in enumerate(_text(path).splitlines(), 1):
-        line = line.strip()
-        if not line:
-            continue
-        if line.startswith(";"):
-            match = _HEADER.match(line)
-            if match:
-                header.setdefault(match.group(1), int(match.group(2)))
-            continue
-        fields = line.split()
-        if len(fields) < 18:
-            raise InputError(f"{len(fields)} fields, SWF has 18", source=f"{path}:{number}")
-        try:
-            submit, wait, runtime, alloc = (float(fields[i]) for i in (1, 2, 3, 4))
-            requested, req_time = float(fields[7]), float(fields[8])
-        except ValueError:
-            raise InputError("a field is not a number", source=f"{path}:{number}") from None
-        if (submit > MAX_SUBMIT or max(wait, runtime, req_time) > MAX_TIME
-                or max(alloc, requested) > MAX_SIZE):
-            raise InputError(f"a submit time above {MAX_SUBMIT} s, a duration above "
-                             f"{MAX_TIME} s or a size above {MAX_SIZE}",
-                             source=f"{path}:{number}")
-        procs = alloc if alloc > 0 else requested
-        if (procs <= 0 or runtime <= 0 or submit < 0 or not math.isfinite(submit + wait
-                                                                              + runtime)):
-            skipped += 1
-            continue
-        rows.append((submit, max(wait, 0.0), runtime, procs,
-                     req_time if req_time > 0 else runtime))
+    rows, lines, skipped = _rows(path)
     if not rows:
         raise InputError("no job that ran in the log", source=str(path))
-    max_nodes, max_procs = header.get("MaxNodes", 0), header.get("MaxProcs", 0)
+    header = LogHeader.of(lines)
+    max_nodes, max_procs = header.max_nodes or 0, header.max_procs or 0
     per_node = max(1, max_procs // max_nodes) if max_nodes > 0 and max_procs > 0 else 1
     if max_nodes <= 0:
         max_nodes = max(1, max_procs // per_node) if max_procs > 0 else int(
             max(math.ceil(r[3] / per_node) for r in rows))
-    rows.sort(key=lambda r: r[0])
     first = rows[0][0]
     jobs = tuple(LogJob(s - first, w, r, min(max_nodes, math.ceil(p / per_node)), q)
                  for s, w, r, p, q in rows)

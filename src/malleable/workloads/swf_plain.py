@@ -65,8 +65,10 @@ BLOCK_BYTES = 1 << 18
 
 #: The fields a job is made of, as the columns of a :class:`JobTable`: number, submit
 #: time, run time, size (field 8, or 5 when 8 is -1: set by the reader), wall time, user,
-#: group; on 23-field lines also kind, minimum, maximum, preferred size, application.
-_COLUMNS = {18: [0, 1, 3, 7, 8, 11, 12], 23: [0, 1, 3, 7, 8, 11, 12, 18, 19, 20, 21, 22]}
+#: group; on 23-field lines also kind, minimum, maximum, preferred size, application;
+#: last, the wait and the allocated size (for :meth:`JobTable.log_fields`).
+_COLUMNS = {18: [0, 1, 3, 7, 8, 11, 12, 2, 4],
+            23: [0, 1, 3, 7, 8, 11, 12, 18, 19, 20, 21, 22, 2, 4]}
 _KINDS = {-1: JobKind.RIGID, 0: JobKind.RIGID, 1: JobKind.MOLDABLE, 2: JobKind.MALLEABLE}
 _UNSAFE = b"\r\x0b\x0c\x1c\x1d\x1e\x1f"  # after \r\n -> \n
 _HEADER = re.compile(rb"^[ \t]*;.*$", re.MULTILINE)
@@ -159,7 +161,7 @@ class JobTable:
     each :class:`JobSpec` is made when :meth:`batch` is asked for it, as
     :func:`~malleable.workloads.swf.parse_swf` makes it, field for field.
 
-    A plain file's jobs are rigid ``fixed`` ones (56 bytes a job, not a ``JobSpec``'s
+    A plain file's jobs are rigid ``fixed`` ones (72 bytes a job, not a ``JobSpec``'s
     ~300), which :func:`~malleable.sim.run.check_jobs` would find nothing wrong with: a
     simulation takes them from :meth:`in_submit_order`'s table a batch at a time
     (:class:`~malleable.sim.run.JobBatches`), so only the jobs due soon exist as objects.
@@ -216,6 +218,12 @@ class JobTable:
                                                                  & (walltime < runtime))),
                   "rounded_up_to_nodes": rounded}
         return JobTable(rows, self._apps, counts)
+
+    def log_fields(self) -> Floats:
+        """One row a job, for studies of a real log (:mod:`~malleable.workloads.reallog`):
+        submit time, wait (field 3, as logged), run time, size (field 8, or 5 when 8 is
+        -1), allocated size (field 5, as logged), requested time."""
+        return self._rows[:, (1, -2, 2, 3, -1, 4)]
 
     @property
     def first_submit(self) -> float:

@@ -25,7 +25,9 @@ from malleable.experiments import executor as executors
 from malleable.experiments.elastic.options import add_arguments as add_arguments
 from malleable.experiments.elastic.runs import (
     BASELINE,
+    BASELINES,
     BY_KEY,
+    DAY,
     POLICIES,
     Slice,
     run_one,
@@ -52,7 +54,8 @@ def _fractions(text: str) -> list[float]:
 def run(args: argparse.Namespace) -> int:
     fractions = _fractions(args.malleable_fraction)
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
-    unknown = [p for p in policies if p not in BY_KEY or p == BASELINE.key]
+    bases = {b.key for b in BASELINES.values()}
+    unknown = [p for p in policies if p not in BY_KEY or p in bases]
     if unknown or not policies:
         raise InputError(f"--policies: unknown {', '.join(unknown) or '(none given)'}; "
                          f"valid: {', '.join(p.key for p in POLICIES)}")
@@ -62,30 +65,28 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--reps and --workers must be at least 1")
     if args.slice_start < 0 or not args.slice_days > 0:
         raise InputError("--slice-start must be 0 or more and --slice-days positive")
-    cut = Slice(str(args.trace), args.slice_start, args.slice_days)
+    out: Path = args.out
+    _make_dir(out)
+    cut = _slice(args, out)
     jobs, nodes, name = slice_jobs(cut)
     if not jobs:
         raise InputError(f"no job in days {args.slice_start:g}-"
                          f"{args.slice_start + args.slice_days:g} of the log",
                          source=str(args.trace))
-    out: Path = args.out
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create the output directory: {exc.strerror}",
-                         source=str(out)) from None
     seeds = list(range(args.seed, args.seed + args.reps))
-    tasks: list[tuple[Any, ...]] = [(BASELINE.key, 0.0, seeds[0], cut)]
+    base = BASELINES[args.baseline].key
+    rule = args.size_range
+    tasks: list[tuple[Any, ...]] = [(base, 0.0, seeds[0], cut, None, rule)]
     for f in fractions:
         for p in policies:
             for s in (seeds[:1] if f == 0 else seeds):
-                tasks.append((p, f / 100, s, cut))
+                tasks.append((p, f / 100, s, cut, None, rule))
     began = time.monotonic()
     rows = executors.from_args(args).map(run_one, tasks, _progress(len(tasks), args.json))
     elapsed = time.monotonic() - began
-    summary = summarize(rows, fractions, policies, seeds)
-    summary.update(log=name, nodes=nodes, jobs=len(jobs), slice_start_day=args.slice_start,
-                   slice_days=args.slice_days, simulations=len(rows),
+    summary = summarize(rows, fractions, policies, seeds, base)
+    summary.update(log=name, nodes=nodes, jobs=len(jobs), slice_start_day=cut.start,
+                   slice_days=cut.days, size_range=rule, simulations=len(rows),
                    elapsed_s=round(elapsed, 1))
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     from malleable.experiments.elastic.report import draw, write_report
@@ -98,6 +99,31 @@ def run(args: argparse.Namespace) -> int:
         print(f"report: {out / 'report.md'}; figures: {out}/elastic_*.png "
               f"({len(rows)} simulations, {elapsed:.0f} s)")
     return 0
+
+
+def _make_dir(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the output directory: {exc.strerror}",
+                         source=str(out)) from None
+
+
+def _slice(args: argparse.Namespace, out: Path) -> Slice:
+    """The log's slice: the --trace's days, or the whole of a generated Lublin log."""
+    if (args.trace is None) == (args.lublin is None):
+        raise InputError("give one of --trace LOG and --lublin JOBS")
+    if args.trace is not None:
+        return Slice(str(args.trace), args.slice_start, args.slice_days)
+    from malleable.workloads import lublin
+
+    if not 1 <= args.lublin <= 1_000_000 or not 2 <= args.lublin_nodes <= 1_000_000:
+        raise InputError("--lublin takes 1..1000000 jobs and --lublin-nodes 2..1000000")
+    path = out / f"lublin-{args.lublin}-seed{args.lublin_seed}.swf"
+    made = lublin.generate(args.lublin, args.lublin_nodes, args.lublin_seed)
+    path.write_text("\n".join(lublin.swf_lines(made, args.lublin_nodes, args.lublin_seed,
+                                                "whole")) + "\n", encoding="utf-8")
+    return Slice(str(path), 0.0, math.floor(made[-1].submit / DAY) + 1.0)
 
 
 def _progress(total: int, quiet: bool) -> Any:
@@ -120,11 +146,11 @@ def _change(value: float, base: float) -> float:
 
 
 def summarize(rows: list[dict[str, Any]], fractions: list[float], policies: list[str],
-              seeds: list[int]) -> dict[str, Any]:
+              seeds: list[int], baseline: str = BASELINE.key) -> dict[str, Any]:
     """Per policy and fraction: the metrics' means and their changes vs the baseline
     (% of the baseline; mean, min and max over seeds); then the best policy's change per
     metric at each fraction and its place against the paper's range."""
-    base = next(r for r in rows if r["policy"] == BASELINE.key)
+    base = next(r for r in rows if r["policy"] == baseline)
     results: dict[str, dict[str, Any]] = {}
     for p in policies:
         per: dict[str, Any] = {}
@@ -162,7 +188,8 @@ def summarize(rows: list[dict[str, Any]], fractions: list[float], policies: list
                      else "below (a smaller gain)")
             best[key][m] = {"policy": p, "change": change, "paper": [low, high],
                             "place": place}
-    return {"baseline": {m: base[m] for m in (*METRICS, "completed", "jobs", "node_seconds",
+    return {"baseline_policy": baseline,
+            "baseline": {m: base[m] for m in (*METRICS, "completed", "jobs", "node_seconds",
                                               "last_submit")},
             "fractions": fractions, "policies": policies, "seeds": seeds,
             "results": results, "best": best,

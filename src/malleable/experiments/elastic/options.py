@@ -16,13 +16,30 @@ from malleable import argtypes
 POLICY_KEYS = ("easy-largest", "dmr", "easy-dmr", "fpsma-pra", "fpsma-pwa", "egs-pra",
                "egs-pwa", "equipartition", "acds", "easy-preferred", "easy-minimum",
                "fpsma-pra-cap2", "egs-pra-cap2")
+#: The keys of :data:`.runs.BASELINES` (a unit test keeps the two equal).
+BASELINE_KEYS = ("easy", "fcfs")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, metavar="DIR",
                         help="directory for the figures (PNG), report.md and summary.json")
-    parser.add_argument("--trace", type=Path, required=True, metavar="LOG",
-                        help="a real SWF log (.swf or .swf.gz), e.g. theta_2022.swf.gz")
+    parser.add_argument("--trace", type=Path, metavar="LOG",
+                        help="a real SWF log (.swf or .swf.gz), e.g. theta_2022.swf.gz "
+                             "(or --lublin)")
+    parser.add_argument("--lublin", type=int, metavar="JOBS",
+                        help="instead of --trace: JOBS jobs of the Lublin-Feitelson model "
+                             "(written to DIR/lublin-JOBS-seedS.swf; the whole log is the "
+                             "slice)")
+    parser.add_argument("--lublin-nodes", type=int, default=128, metavar="N",
+                        help="the Lublin model's machine (default 128 nodes)")
+    parser.add_argument("--lublin-seed", type=argtypes.seed, default=1, metavar="S",
+                        help="seed of the Lublin model's jobs (default 1)")
+    parser.add_argument("--size-range", choices=("logged", "full"), default="logged",
+                        help="malleable sizes: logged (ceil(p/2)..2p, default) or full "
+                             "(1..the machine)")
+    parser.add_argument("--baseline", choices=BASELINE_KEYS, default="easy",
+                        help="the rigid log's scheduler the changes are against (default "
+                             "easy)")
     parser.add_argument("--malleable-fraction", default="0,20,50,100", metavar="LIST",
                         help="percentages of the jobs made malleable (default 0,20,50,100)")
     parser.add_argument("--policies", default=",".join(POLICY_KEYS),

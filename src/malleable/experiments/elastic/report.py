@@ -28,7 +28,7 @@ def draw(summary: dict[str, Any], out: Path) -> list[Path]:
         _panel(ax, summary, metric)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=8)
-    fig.suptitle(f"{summary['log']}: change vs EASY on the rigid log "
+    fig.suptitle(f"{summary['log']}: change vs {_baseline(summary)} "
                  f"({len(summary['seeds'])} seeds, days {summary['slice_start_day']:g}+"
                  f"{summary['slice_days']:g})")
     fig.tight_layout(rect=(0, 0.07, 1, 0.96))
@@ -71,6 +71,11 @@ def _panel(ax: Any, summary: dict[str, Any], metric: str) -> None:
     ax.grid(alpha=0.3)
 
 
+def _baseline(summary: dict[str, Any]) -> str:
+    """What the baseline is, in words (EASY before ``baseline_policy`` was kept)."""
+    return BY_KEY[summary.get("baseline_policy", "easy-rigid")].what
+
+
 def _pct(value: float) -> str:
     return f"{value:+.1f}%"
 
@@ -102,7 +107,7 @@ def why(summary: dict[str, Any]) -> list[str]:
     if zero:
         lines.append(
             "- **Part of the gain is the placement, not malleability.** With no malleable job "
-            "(0%), these policies already differ from EASY: " + "; ".join(
+            "(0%), these policies already differ from the baseline: " + "; ".join(
                 f"{p} {_pct(summary['results'][p]['0']['turnaround']['change'])} turnaround"
                 for p in zero) + " (their placement lets later jobs start whenever they fit, "
             "with no reservation for the queue's head). Against each policy's own 0% run, "
@@ -147,9 +152,11 @@ def write_report(summary: dict[str, Any], out: Path) -> Path:
         "- **Slice**: the log's jobs submitted in the slice (times from its first submit); the "
         "machine starts empty (no backlog from before the slice). Jobs are read by "
         "`malleable.workloads.reallog` (its oddity rules in docs/simulate.md).",
-        "- **Baseline**: EASY backfilling on the rigid log: turnaround "
+        f"- **Baseline**: {_baseline(summary)}: turnaround "
         f"{base['turnaround']:.0f} s, makespan {base['makespan']:.0f} s, wait "
         f"{base['wait']:.0f} s, utilization {base['utilization']:.1%}.",
+        f"- **Malleable sizes**: `--size-range {summary.get('size_range', 'logged')}` "
+        "(the rule below).",
         "- **Malleable policies**: " + "; ".join(
             f"`{p}`: {BY_KEY[p].what}" for p in summary["policies"]) + ".",
         "- **Metrics**: mean turnaround (submit to end), makespan (first submit to last end), "

@@ -39,6 +39,10 @@ class PolicyRun:
 
 #: The baseline: EASY backfilling on the rigid log (fraction 0).
 BASELINE = PolicyRun("easy-rigid", "easy", what="EASY backfilling on the rigid log")
+#: The other baseline (``--baseline fcfs``): FCFS on the rigid log, as the reviewer's
+#: Lublin case of issue 39 compared against.
+FCFS_RIGID = PolicyRun("fcfs-rigid", "fcfs", what="FCFS on the rigid log")
+BASELINES = {"easy": BASELINE, "fcfs": FCFS_RIGID}
 
 #: The malleable policies, in the report's order.
 POLICIES = (
@@ -66,7 +70,7 @@ POLICIES = (
     PolicyRun("egs-pra-cap2", "egs", MappingProxyType({"approach": "pra", "grow_cap": 2.0}),
               "KOALA EGS, PRA, growth capped at 2x the initial size (the logged size)"),
 )
-BY_KEY = {p.key: p for p in (BASELINE, *POLICIES)}
+BY_KEY = {p.key: p for p in (BASELINE, FCFS_RIGID, *POLICIES)}
 
 
 @dataclass(frozen=True)
@@ -93,11 +97,12 @@ def slice_jobs(cut: Slice) -> tuple[tuple[LogJob, ...], int, str]:
 
 
 def run_one(policy_key: str, fraction: float, seed: int, cut: Slice,
-            options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+            options: Mapping[str, Any] | None = None, size_range: str = "logged"
+            ) -> dict[str, Any]:
     """One simulation; its metrics (and the policy, fraction and seed)."""
     jobs, nodes, _ = slice_jobs(cut)
     policy = BY_KEY[policy_key]
-    specs = convert(jobs, nodes, fraction, seed)
+    specs = convert(jobs, nodes, fraction, seed, size_range)
     built = make(policy.name, **{**policy.options, **(options or {})})
     result = simulate(specs, [Cluster("machine", nodes)], built, SimConfig(timeline=False))
     done = [r for r in result.records if r.end is not None and r.start is not None]

@@ -19,7 +19,12 @@ written down so that anyone can rerun it:
   ``p`` nodes (the model's base is rescaled to the initial size);
 * **wall time**: the logged request (or the run time when the log has none), for EASY's
   reservations, whatever the size (as Slurm counts a time limit);
-* rigid jobs stay as logged: ``fixed`` application, size ``p``.
+* rigid jobs stay as logged: ``fixed`` application, size ``p``;
+* ``--size-range full`` (the reviewer's Lublin case of issue 39, "jobs made malleable
+  1-128 nodes"): minimum 1 (also the initial size) and maximum the whole machine, the
+  preferred size, speed-up and wall time as above. With the speed-up rule a job logged
+  on 1 node then scales perfectly (serial fraction 0) and one logged on 2 nodes not at
+  all (serial fraction 1): the rule's extremes, kept as they are (a reading).
 """
 
 from __future__ import annotations
@@ -42,11 +47,17 @@ def amdahl_time(serial: float, nodes: int) -> float:
     return serial + (1.0 - serial) / nodes
 
 
-def convert(jobs: Sequence[LogJob], machine: int, fraction: float, seed: int
-            ) -> list[JobSpec]:
-    """The log slice ``jobs`` with ``fraction`` (0-1) of them made malleable by the rule."""
+SIZE_RANGES = ("logged", "full")
+
+
+def convert(jobs: Sequence[LogJob], machine: int, fraction: float, seed: int,
+            size_range: str = "logged") -> list[JobSpec]:
+    """The log slice ``jobs`` with ``fraction`` (0-1) of them made malleable by the rule
+    (``size_range``: ``logged``, sizes ceil(p/2)..2p; ``full``, 1..machine)."""
     if not 0.0 <= fraction <= 1.0:
         raise ValueError("the malleable fraction lies in [0, 1]")
+    if size_range not in SIZE_RANGES:
+        raise ValueError(f"size_range: one of {', '.join(SIZE_RANGES)}")
     count = round(fraction * len(jobs))
     chosen = set(random.Random(seed).sample(range(len(jobs)), count)) if count else set()
     specs: list[JobSpec] = []
@@ -58,7 +69,8 @@ def convert(jobs: Sequence[LogJob], machine: int, fraction: float, seed: int
                                  submit_time=job.submit, runtime=job.runtime,
                                  walltime=walltime))
             continue
-        low, high = math.ceil(size / 2), min(2 * size, machine)
+        low, high = ((math.ceil(size / 2), min(2 * size, machine))
+                     if size_range == "logged" else (1, machine))
         serial = serial_fraction(size)
         at_low = job.runtime * amdahl_time(serial, low) / amdahl_time(serial, size)
         specs.append(JobSpec(f"j{index}", JobKind.MALLEABLE, low, high, low,
