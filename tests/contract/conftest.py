@@ -2,7 +2,9 @@
 
 Parametrised over the simulator, SlurmCluster on the fake Slurm, MpiSite on the fake
 Slurm (with MPI programs behind it, and with plain sleepers it hands to its wrapped
-cluster), OarCluster on the fake OAR, SlurmCluster on a real testbed once per Slurm
+cluster), OarCluster on the fake OAR, the site service's production sites (SiteSlurm and
+SiteOar over the fakes, a user's held copy submitted before each start:
+tests/fakes/sites.py), SlurmCluster on a real testbed once per Slurm
 version of the matrix (``slurm-testbed`` is the default version, ``slurm-testbed-24.11``
 and ``slurm-testbed-26.05`` the others; ``MALLEABLE_SLURM_VERSIONS`` narrows it), the same
 testbeds reached through slurmrestd (``slurm-rest-testbed-V``, every version: no SSH key in
@@ -26,6 +28,7 @@ from malleable.testbed import Docker, Testbed
 from malleable.testbed.topology import Site, Topology
 from malleable.testbed.versions import DEFAULT
 from tests.fakes.drivers import FACTORIES, Driver, oar_testbed_driver, testbed_driver
+from tests.fakes.sites import site_oar_driver, site_slurm_driver
 from tests.fakes.waits import slurm_matrix, unique_name
 
 logger = logging.getLogger(__name__)
@@ -95,6 +98,8 @@ _REST = [pytest.param(f"slurm-rest-testbed-{v}", marks=[pytest.mark.integration,
     "mpi-fake",
     "mpi-fake-sleepers",
     "oar-fake",
+    "site-slurm-fake",
+    "site-oar-fake",
     pytest.param("slurm-testbed", marks=[pytest.mark.integration, pytest.mark.timeout(900)]),
     pytest.param("oar-testbed", marks=[pytest.mark.integration, pytest.mark.timeout(900)]),
     *_VERSIONED,
@@ -118,6 +123,10 @@ def driver(request: pytest.FixtureRequest,
     elif kind == "oar-testbed":
         tb = request.getfixturevalue("contract_oar_testbed")
         made = oar_testbed_driver(tb, tmp_path_factory.mktemp("contract"))
+    elif kind == "site-slurm-fake":
+        made = site_slurm_driver()
+    elif kind == "site-oar-fake":
+        made = site_oar_driver()
     else:
         made = FACTORIES[kind]()
     try:
