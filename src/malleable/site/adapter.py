@@ -30,7 +30,7 @@ from __future__ import annotations
 import getpass
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -42,14 +42,13 @@ from malleable.adapters.slurm.ctl import Poll, SlurmCtl
 from malleable.adapters.slurm.parse import SlurmJob, holds_nodes
 from malleable.adapters.slurm.resize import Resizer
 from malleable.errors import ExternalError
-from malleable.model import ClusterView, JobSpec, JobState
-from malleable.resources import Capability, JobEvent
+from malleable.model import JobSpec, JobState
 from malleable.runner.job import Change, MpiJob
 from malleable.runner.launch import Launch
 from malleable.site import tag as tags
-from malleable.site.channel import ChannelError, ChannelServer, RelayShell
-from malleable.site.port import Counters
+from malleable.site.channel import ChannelError, RelayShell
 from malleable.site.port import Found as Found  # re-exported (its old home)
+from malleable.site.port import WrappedSite
 from malleable.site.port import service_id as service_id
 
 logger = logging.getLogger(__name__)
@@ -61,27 +60,15 @@ ADMIN_HOLD = "JobHeldAdmin"
 
 
 @dataclass
-class SiteSlurm(Counters):
+class SiteSlurm(WrappedSite[SlurmCluster]):
     """A Slurm site of the site service (see the module docstring): it holds its Slurm
     adapter (:attr:`cluster`) and is that adapter's :attr:`~SlurmCluster.hooks`."""
 
     kind: ClassVar[str] = "slurm"
     id_key: ClassVar[str] = "slurm_id"
     """How log lines and ``manager status`` name a job's id on this site."""
-    cluster: SlurmCluster
-    """The Slurm adapter this site drives (its poll, events, resizes)."""
-    account: str = ""
-    """The service's Slurm user (default: the SSH user, or this process's user)."""
-    found: dict[int, Found] = field(default_factory=dict)
-    """Tagged user jobs of the last poll, by Slurm id."""
-    ignored: dict[int, str] = field(default_factory=dict)
-    """Jobs whose tag was refused (logged once), with the reason."""
-    placements: int = 0
-    """Held copies released since the service last counted them."""
     admin_held: dict[int, str] = field(default_factory=dict)
     """Tagged jobs an administrator holds (left alone, logged once), by id: the owner."""
-    channel: ChannelServer | None = None
-    """The application channel of ``--mpi`` jobs (None: such jobs are never resized)."""
     mpi_jobs: dict[str, MpiJob] = field(default_factory=dict)
     _no_channel: set[str] = field(default_factory=set)
 
@@ -93,30 +80,6 @@ class SiteSlurm(Counters):
             self.account = self.ctl.user or getpass.getuser()
 
     # ------------------------------------------------------------ the adapter's
-
-    @property
-    def name(self) -> str:
-        return self.cluster.name
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self.cluster.name = value
-
-    @property
-    def capabilities(self) -> frozenset[Capability]:
-        return self.cluster.capabilities
-
-    @capabilities.setter
-    def capabilities(self, value: frozenset[Capability]) -> None:
-        self.cluster.capabilities = value
-
-    @property
-    def reserve(self) -> int:
-        return self.cluster.reserve
-
-    @reserve.setter
-    def reserve(self, value: int) -> None:
-        self.cluster.reserve = value
 
     @property
     def resizes(self) -> list[ResizeResult]:
@@ -143,55 +106,14 @@ class SiteSlurm(Counters):
         return self.cluster.negotiations
 
     @property
-    def last_view(self) -> ClusterView | None:
-        return self.cluster.last_view
-
-    @property
     def missing(self) -> Mapping[str, str]:
         return self.cluster.missing
-
-    @property
-    def node_failures(self) -> list[dict[str, object]]:
-        return self.cluster.node_failures
-
-    def refresh(self) -> None:
-        """Take one observation now (the adapter's poll; :meth:`polled` is its hook)."""
-        self.cluster.refresh()
-
-    def observe(self) -> ClusterView:
-        return self.cluster.observe()
-
-    def drain_events(self) -> Sequence[JobEvent]:
-        return self.cluster.drain_events()
-
-    def cancel(self, job_id: str) -> None:
-        self.cluster.cancel(job_id)
-
-    def close(self) -> None:
-        self.cluster.close()
-
-    def invalidate(self) -> None:
-        self.cluster.invalidate()
-
-    def abandon(self, job_ids: Iterable[str]) -> None:
-        self.cluster.abandon(job_ids)
-
-    def adopt(self, spec: JobSpec, native_id: int | None, *, requested: int = 0,
-              started: bool = False, size: int = 0, since: float | None = None) -> None:
-        self.cluster.adopt(spec, native_id, requested=requested, started=started, size=size,
-                           since=since)
-
-    def native_id(self, job_id: str) -> int | None:
-        return self.cluster.native_id(job_id)
 
     def size_of(self, job_id: str) -> int | None:
         return self.cluster.size_of(job_id)
 
     def resume_intent(self, token: int, kind: str, job_id: str, native_id: int | None) -> None:
         self.cluster.resume_intent(token, kind, job_id, native_id)
-
-    def restore_node_failures(self, entries: Sequence[Mapping[str, object]]) -> None:
-        self.cluster.restore_node_failures(entries)
 
     # ------------------------------------------------------------ the hooks
 

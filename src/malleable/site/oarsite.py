@@ -44,7 +44,7 @@ from __future__ import annotations
 import getpass
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
@@ -53,14 +53,13 @@ from malleable.adapters.oar.ctl import OarCtl, Poll
 from malleable.adapters.oar.parse import OarJob
 from malleable.adapters.outcomes import ResizeResult
 from malleable.errors import ExternalError
-from malleable.model import ClusterView, JobKind, JobSpec, RunningJob
-from malleable.resources import Capability, JobEvent
+from malleable.model import JobKind, JobSpec, RunningJob
 from malleable.runner.job import Change
-from malleable.site.channel import ChannelError, ChannelServer, Session
+from malleable.site.channel import ChannelError, Session
 from malleable.site.oaragent import extension_name, size_text
 from malleable.site.oarjobs import OarTagged, discover
 from malleable.site.oarmpi import AgentOarMpiJob, agent_mpi_job
-from malleable.site.port import Counters, Found
+from malleable.site.port import Found, WrappedSite
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +74,7 @@ MPI_GROW_WAIT = 60.0
 
 
 @dataclass
-class SiteOar(Counters):
+class SiteOar(WrappedSite[OarCluster]):
     """An OAR site of the site service (see the module docstring): it holds its OAR
     adapter (:attr:`cluster`) and is that adapter's :attr:`~OarCluster.hooks`."""
 
@@ -83,18 +82,6 @@ class SiteOar(Counters):
     id_key: ClassVar[str] = "oar_id"
     """How log lines and ``manager status`` name a job's id on this site."""
 
-    cluster: OarCluster
-    """The OAR adapter this site drives (its poll, events, extension jobs)."""
-    account: str = ""
-    """The service's OAR user (default: this process's user); its own jobs are not users'."""
-    found: dict[int, Found] = field(default_factory=dict)
-    """Tagged user jobs of the last poll, by OAR id."""
-    ignored: dict[int, str] = field(default_factory=dict)
-    """Jobs whose tag was refused (logged once), with the reason."""
-    placements: int = 0
-    """Held copies resumed since the service last counted them."""
-    channel: ChannelServer | None = None
-    """The application channel: the jobs' agents (None: no job is ever resized)."""
     resizes: list[ResizeResult] = field(default_factory=list)
     """Always empty: OAR resizes are answered at once (no pending answers)."""
     mpi_jobs: dict[str, AgentOarMpiJob] = field(default_factory=dict)
@@ -119,31 +106,6 @@ class SiteOar(Counters):
     # ------------------------------------------------------------ the adapter's
 
     @property
-    def name(self) -> str:
-        return self.cluster.name
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self.cluster.name = value
-
-    @property
-    def capabilities(self) -> frozenset[Capability]:
-        """Declared for the site; a job is resized only while its agent is connected."""
-        return self.cluster.capabilities
-
-    @capabilities.setter
-    def capabilities(self, value: frozenset[Capability]) -> None:
-        self.cluster.capabilities = value
-
-    @property
-    def reserve(self) -> int:
-        return self.cluster.reserve
-
-    @reserve.setter
-    def reserve(self, value: int) -> None:
-        self.cluster.reserve = value
-
-    @property
     def ctl(self) -> OarCtl:
         return self.cluster.ctl
 
@@ -152,53 +114,12 @@ class SiteOar(Counters):
         return self.cluster.journal
 
     @property
-    def last_view(self) -> ClusterView | None:
-        return self.cluster.last_view
-
-    @property
-    def node_failures(self) -> list[dict[str, object]]:
-        return self.cluster.node_failures
-
-    @property
     def grow_wait(self) -> float:
         return self.cluster.grow_wait
 
     @property
     def grow_wait_per_node(self) -> float:
         return self.cluster.grow_wait_per_node
-
-    def refresh(self) -> None:
-        """Take one observation now (the adapter's poll; :meth:`polled` is its hook)."""
-        self.cluster.refresh()
-
-    def observe(self) -> ClusterView:
-        return self.cluster.observe()
-
-    def drain_events(self) -> Sequence[JobEvent]:
-        return self.cluster.drain_events()
-
-    def cancel(self, job_id: str) -> None:
-        self.cluster.cancel(job_id)
-
-    def close(self) -> None:
-        self.cluster.close()
-
-    def invalidate(self) -> None:
-        self.cluster.invalidate()
-
-    def abandon(self, job_ids: Iterable[str]) -> None:
-        self.cluster.abandon(job_ids)
-
-    def adopt(self, spec: JobSpec, native_id: int | None, *, requested: int = 0,
-              started: bool = False, size: int = 0, since: float | None = None) -> None:
-        self.cluster.adopt(spec, native_id, requested=requested, started=started, size=size,
-                           since=since)
-
-    def native_id(self, job_id: str) -> int | None:
-        return self.cluster.native_id(job_id)
-
-    def restore_node_failures(self, entries: Sequence[Mapping[str, object]]) -> None:
-        self.cluster.restore_node_failures(entries)
 
     # ------------------------------------------------------------ the hooks
 

@@ -52,10 +52,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import ClassVar, Protocol
 
+from malleable.adapters.common import Observed
 from malleable.adapters.oar.ctl import OarCtl, Poll
 from malleable.adapters.oar.parse import OarJob
 from malleable.adapters.oar.payload import OarPayload
-from malleable.adapters.observing import EventLog, SharedPoll, clamp_epoch
+from malleable.adapters.observing import EventLog, SharedPoll
 from malleable.adapters.outcomes import JobJournal
 from malleable.clock import Clock
 from malleable.errors import ExternalError
@@ -137,7 +138,7 @@ class Collection:
 
 
 @dataclass
-class OarCluster:
+class OarCluster(Observed[Poll]):
     """One OAR site (see the module docstring)."""
 
     kind: ClassVar[str] = "oar"
@@ -213,23 +214,8 @@ class OarCluster:
         with self._abandoned_lock:
             self._abandoned.difference_update(gone)
 
-    def _stale(self) -> None:
-        self._poll.stale()
-
-    def invalidate(self) -> None:
-        self._stale()
-
     def close(self) -> None:
         self.ctl.runner.close()
-
-    def drain_events(self) -> Sequence[JobEvent]:
-        """New events, oldest first (:class:`~malleable.adapters.observing.EventLog`)."""
-        self._poll.use("drain")
-        return self._events.drain()
-
-    def observe(self) -> ClusterView:
-        self.last_view = self._view(self._poll.use("observe"))
-        return self.last_view
 
     def _view(self, poll: Poll) -> ClusterView:
         usable = {n.address for n in poll.nodes if n.usable}
@@ -465,9 +451,6 @@ class OarCluster:
         except ExternalError as exc:
             logger.warning("%s: cannot tell %s its size %d: %s", self.name, mine.spec.id, size,
                            exc)
-
-    def _clamp(self, epoch: float | None, low: float, high: float) -> float:
-        return clamp_epoch(self.clock, epoch, low, high)
 
     # ------------------------------------------------------------ acting
 

@@ -42,7 +42,8 @@ from typing import ClassVar, Protocol
 import malleable.adapters.slurm.hostlist as hostlist
 import malleable.adapters.slurm.meta as meta
 from malleable import faults
-from malleable.adapters.observing import EventLog, SharedPoll, clamp_epoch
+from malleable.adapters.common import Observed
+from malleable.adapters.observing import EventLog, SharedPoll
 from malleable.adapters.pending import Negotiations
 from malleable.adapters.shell import CommandTimeout
 from malleable.adapters.slurm.ctl import Poll, SlurmCtl
@@ -115,7 +116,7 @@ class _Mine:
 
 
 @dataclass
-class SlurmCluster:
+class SlurmCluster(Observed[Poll]):
     """One Slurm site (see the module docstring)."""
 
     kind: ClassVar[str] = "slurm"
@@ -210,14 +211,6 @@ class SlurmCluster:
         if shed:  # this poll shows the sizes before the shed: the next use polls again
             self._stale()
 
-    def _stale(self) -> None:
-        """After an action the latest poll no longer shows the site: poll again next time."""
-        self._poll.stale()
-
-    def invalidate(self) -> None:
-        """Someone else acted on the site (the MPI runner resized a job): poll again."""
-        self._stale()
-
     def close(self) -> None:
         """Close the connection to the site (its jobs keep running), once the negotiations
         in flight have ended (:attr:`close_wait` seconds at most: one still running then
@@ -229,15 +222,6 @@ class SlurmCluster:
                                "start with the same state finishes or rolls them back",
                                self.name, ", ".join(left), self.close_wait)
         self.ctl.runner.close()
-
-    def drain_events(self) -> Sequence[JobEvent]:
-        """New events, oldest first (:class:`~malleable.adapters.observing.EventLog`)."""
-        self._poll.use("drain")
-        return self._events.drain()
-
-    def observe(self) -> ClusterView:
-        self.last_view = self._view(self._poll.use("observe"))
-        return self.last_view
 
     def _view(self, poll: Poll) -> ClusterView:
         partition = self.ctl.partition
@@ -459,9 +443,6 @@ class SlurmCluster:
     def _emit(self, mine: _Mine, event: JobEvent) -> None:
         mine.changed = max(mine.changed, event.time)
         self._events.append(event)
-
-    def _clamp(self, epoch: float | None, low: float, high: float) -> float:
-        return clamp_epoch(self.clock, epoch, low, high)
 
     def _sweep(self, poll: Poll) -> None:
         """Every poll: cancel what this run left in the queue and no longer follows.
