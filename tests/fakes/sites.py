@@ -15,7 +15,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from malleable.adapters.oar.cluster import OarCluster
 from malleable.adapters.oar.ctl import OarCtl
@@ -27,7 +29,14 @@ from malleable.resources import Capability, JobEvent
 from malleable.site import tag as tags
 from malleable.site.adapter import SiteSlurm
 from malleable.site.oarsite import SiteOar
-from tests.fakes.drivers import NODES, FakeOarDriver, FakeSlurmDriver, _fake_slurm_cluster
+from tests.fakes.drivers import (
+    NODES,
+    FakeOarDriver,
+    FakeSlurmDriver,
+    TestbedDriver,
+    _fake_slurm_cluster,
+    testbed_driver,
+)
 from tests.fakes.oar import FakeOar
 from tests.fakes.slurm import FakeSlurm, node_names
 
@@ -160,3 +169,40 @@ def site_oar_driver() -> SiteOarDriver:
 
     users = UserSubmits(site, submit)
     return SiteOarDriver("site-oar-fake", users, fake=fake, users=users)
+
+
+@dataclass
+class SiteSlurmTestbedDriver(TestbedDriver):
+    """SiteSlurm over a SlurmCluster on site ``vu`` of a testbed that is up: the copies
+    are ``alice``'s real ``sbatch --hold`` jobs, the service the config's account."""
+
+    __test__ = False
+    users: UserSubmits | None = None
+
+    def teardown(self) -> None:
+        try:
+            self.testbed.exec("vu", ["scancel", "-u", USER])
+            self.wait(lambda: not self._alices(), f"{USER}'s jobs to leave the queue")
+        finally:
+            self.rm.close()
+
+    def _alices(self) -> list[str]:
+        out = self.testbed.exec("vu", ["squeue", "-h", "-o", "%i", "-u", USER, "-t",
+                                       "PD,R,CG,CF"], check=True).stdout
+        return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+def site_slurm_testbed_driver(testbed: Any, workdir: Path) -> SiteSlurmTestbedDriver:
+    """The service's Slurm site on the contract testbed (``--integration``)."""
+    made = testbed_driver(testbed, workdir)
+    assert made.slurm is not None
+    site = SiteSlurm(made.slurm)
+
+    def submit(spec: JobSpec, tag: tags.UserTag, size: int) -> None:
+        testbed.exec("vu", ["sbatch", "--hold", f"--comment={tags.encode(tag, USER)}",
+                            f"--nodes={size}", "--job-name=app", "--output=/dev/null",
+                            "--wrap", "sleep 3600"], user=USER)  # refused: no copy
+
+    users = UserSubmits(site, submit)
+    return SiteSlurmTestbedDriver("site-slurm-testbed", users, testbed=testbed,
+                                  slurm=made.slurm, users=users)
