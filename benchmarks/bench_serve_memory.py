@@ -105,8 +105,9 @@ def structures(service: SiteService) -> dict[str, int]:
     out = {"live": manager.unfinished, "records": len(manager.records),
            "operations": len(manager.operations)}
     for name, adapter in service.adapters.items():
-        out[f"{name}._mine"] = len(adapter._mine)
-        out[f"{name}._by_slurm"] = len(adapter._by_slurm)
+        cluster = adapter.cluster  # the Slurm adapter the service site wraps
+        out[f"{name}._mine"] = len(cluster._mine)
+        out[f"{name}._by_slurm"] = len(cluster._by_slurm)
         out[f"{name}.resizes"] = len(adapter.resizes)
         out[f"{name}.shrink_marks"] = len(adapter.resizer._last_shrink) if adapter.resizer else 0
     status = service.status()

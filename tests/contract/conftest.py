@@ -2,7 +2,10 @@
 
 Parametrised over the simulator, SlurmCluster on the fake Slurm, MpiSite on the fake
 Slurm (with MPI programs behind it, and with plain sleepers it hands to its wrapped
-cluster), OarCluster on the fake OAR, SlurmCluster on a real testbed once per Slurm
+cluster), OarCluster on the fake OAR, the site service's production sites (SiteSlurm and
+SiteOar over the fakes, a user's held copy submitted before each start:
+tests/fakes/sites.py; SiteSlurm also on the default testbed, ``site-slurm-testbed``),
+SlurmCluster on a real testbed once per Slurm
 version of the matrix (``slurm-testbed`` is the default version, ``slurm-testbed-24.11``
 and ``slurm-testbed-26.05`` the others; ``MALLEABLE_SLURM_VERSIONS`` narrows it), the same
 testbeds reached through slurmrestd (``slurm-rest-testbed-V``, every version: no SSH key in
@@ -26,6 +29,7 @@ from malleable.testbed import Docker, Testbed
 from malleable.testbed.topology import Site, Topology
 from malleable.testbed.versions import DEFAULT
 from tests.fakes.drivers import FACTORIES, Driver, oar_testbed_driver, testbed_driver
+from tests.fakes.sites import site_oar_driver, site_slurm_driver, site_slurm_testbed_driver
 from tests.fakes.waits import slurm_matrix, unique_name
 
 logger = logging.getLogger(__name__)
@@ -95,8 +99,12 @@ _REST = [pytest.param(f"slurm-rest-testbed-{v}", marks=[pytest.mark.integration,
     "mpi-fake",
     "mpi-fake-sleepers",
     "oar-fake",
+    "site-slurm-fake",
+    "site-oar-fake",
     pytest.param("slurm-testbed", marks=[pytest.mark.integration, pytest.mark.timeout(900)]),
     pytest.param("oar-testbed", marks=[pytest.mark.integration, pytest.mark.timeout(900)]),
+    pytest.param("site-slurm-testbed",
+                 marks=[pytest.mark.integration, pytest.mark.timeout(900)]),
     *_VERSIONED,
     *_REST,
 ])
@@ -115,9 +123,16 @@ def driver(request: pytest.FixtureRequest,
     elif kind.startswith("slurm-testbed-"):
         tb = _versioned(request, kind.removeprefix("slurm-testbed-"))
         made = testbed_driver(tb, tmp_path_factory.mktemp("contract"))
+    elif kind == "site-slurm-testbed":
+        tb = request.getfixturevalue("contract_testbed")
+        made = site_slurm_testbed_driver(tb, tmp_path_factory.mktemp("contract"))
     elif kind == "oar-testbed":
         tb = request.getfixturevalue("contract_oar_testbed")
         made = oar_testbed_driver(tb, tmp_path_factory.mktemp("contract"))
+    elif kind == "site-slurm-fake":
+        made = site_slurm_driver()
+    elif kind == "site-oar-fake":
+        made = site_oar_driver()
     else:
         made = FACTORIES[kind]()
     try:

@@ -321,6 +321,7 @@ def test_manager_run_and_serve_build_slurm_sites_that_answer_expansions_pending(
     build: a plain job's grow offer on a Slurm site is answered PENDING."""
     from malleable.config import SiteConfig
     from malleable.service import build_adapter
+    from malleable.site.adapter import SiteSlurm
     from malleable.site.assembly import make_adapter
     from malleable.store import RunInfo
 
@@ -328,8 +329,9 @@ def test_manager_run_and_serve_build_slurm_sites_that_answer_expansions_pending(
     info = RunInfo(RUN, 0.0, 1.0, "pwa", "fpsma", "wm-prime")
     clock = ScaledClock(0.0, 1.0)
     store = Store.open(tmp_path / "run.sqlite")
-    built = [build_adapter(site, clock, info, store),
-             make_adapter(site, clock, info, store, lambda s: SlurmCtl(FakeSlurm(["n1"])))]
+    served = make_adapter(site, clock, info, store, lambda s: SlurmCtl(FakeSlurm(["n1"])))
+    assert isinstance(served, SiteSlurm)  # the service's site wraps a Slurm adapter
+    built = [build_adapter(site, clock, info, store), served.cluster]
     for adapter in built:
         assert isinstance(adapter, SlurmCluster)
         assert adapter.negotiations is not None and adapter.pending_expansions

@@ -99,7 +99,7 @@ class World:
         assert isinstance(adapter, SiteOar)
         self.adapter = adapter
         adapter.channel = self.channel
-        adapter.sleep = lambda s: None
+        adapter.cluster.sleep = lambda s: None
 
     def _ctl(self, site: SiteConfig) -> OarCtl:
         return OarCtl(self.fake)
@@ -186,7 +186,8 @@ def test_nodes_the_program_declines_are_released_through_the_agent(tmp_path: Pat
     world.cycle(2)
     record = world.service.manager.records["alice:a1"]
     assert record.sizes[-1][1] == 3
-    assert declined in world.adapter._mine["alice:a1"].released
+    collection = world.adapter.cluster.collection("alice:a1")
+    assert collection is not None and declined in collection.released
     world.service.close()
 
 

@@ -70,7 +70,7 @@ class World:
         assert isinstance(adapter, SiteOar)
         self.adapter = adapter
         adapter.channel = self.channel
-        adapter.sleep = lambda s: None
+        adapter.cluster.sleep = lambda s: None
 
     def _ctl(self, site: SiteConfig) -> OarCtl:
         return OarCtl(self.fake)
@@ -153,7 +153,7 @@ def test_extensions_not_running_in_time_are_released_and_not_counted(tmp_path: P
     world.fake.add_job(2, name="busy")  # bob's work holds the rest
     world.cycle(2)
     session = world.connect(alice, "alice")
-    world.adapter.grow_wait = world.adapter.grow_wait_per_node = 0.0
+    world.adapter.cluster.grow_wait = world.adapter.cluster.grow_wait_per_node = 0.0
     assert world.adapter.offer_grow("alice:a1", 2) == 1  # one free node: one runs in time
     late = world.extensions(alice, "Error")
     assert len(late) == 1 and session.requests[1] == {"op": "release",
@@ -255,7 +255,7 @@ def test_after_a_restart_the_extensions_are_the_job_s_again(tmp_path: Path) -> N
     again.channel = ChannelServer("127.0.0.1", 0)
     adapter = again.service.adapters["grid"]
     assert isinstance(adapter, SiteOar)
-    again.adapter, adapter.channel, adapter.sleep = adapter, again.channel, lambda s: None
+    again.adapter, adapter.channel, adapter.cluster.sleep = adapter, again.channel, lambda s: None
     again.cycle(2)
     assert again.service.manager.records["alice:a1"].sizes[-1][1] == 3
     session = again.connect(alice, "alice")

@@ -81,11 +81,12 @@ def test_an_mpi_answer_in_flight_holds_up_no_other_job_or_site(
                     mandatory: bool) -> tuple[int, str]:
         asked.set()
         assert opened.wait(10)
-        mine = self._mine[job_id]
+        size, slurm_id = self.size_of(job_id), self.cluster.slurm_id(job_id)
+        assert size is not None
         if answer == "declined":
-            return mine.size, "the application declined the offer"
-        assert self.resizer is not None and mine.slurm_id is not None
-        return self.resizer.resize(mine.slurm_id, mine.size + delta).after, ""
+            return size, "the application declined the offer"
+        assert self.resizer is not None and slurm_id is not None
+        return self.resizer.resize(slurm_id, size + delta).after, ""
 
     monkeypatch.setattr(SiteSlurm, "_mpi_change", slow_change)
     vu, uva = fakes["vu"].fake, fakes["uva"].fake

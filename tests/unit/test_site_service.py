@@ -465,7 +465,7 @@ def test_ended_jobs_are_forgotten_past_a_bounded_number(tmp_path: Path,
     live = service.manager.unfinished
     ended = [r for r in service.manager.records.values() if r.state.finished]
     assert len(ended) == 4 and live + 4 == len(service.manager.records)
-    assert len(adapter._mine) <= live + 4 and len(adapter._by_slurm) <= live + 4
+    assert len(adapter.cluster._mine) <= live + 4 and len(adapter.cluster._by_slurm) <= live + 4
     assert len(service.status()["jobs"]) == live + 4
     assert len(service.manager.operations) <= 2 * 3
     assert len(adapter.resizes) <= 2 * 3
@@ -494,13 +494,13 @@ def test_a_dead_node_is_shed_and_forgotten_with_its_job(tmp_path: Path,
     _cycle(driver)  # shed: the job goes on without it
     assert [e["dead"] for e in adapter.node_failures] == [dead]
     assert dead not in alice.nodes and alice.state == "RUNNING"
-    assert adapter._lost == {(alice.job_id, dead)}
+    assert adapter.cluster._lost == {(alice.job_id, dead)}
     fake.dead = set()
     fake.finish(alice.job_id)
     del fake.jobs[alice.job_id]
     _cycle(driver, 2)
     assert service.manager.records == {}
-    assert adapter.node_failures == [] and adapter._lost == set()
+    assert adapter.node_failures == [] and adapter.cluster._lost == set()
     assert [e["dead"] for e in service.store.node_failures("vu")] == [dead]
     service.close()
 

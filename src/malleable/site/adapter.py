@@ -1,8 +1,9 @@
 """A Slurm site whose managed jobs are ordinary users' tagged jobs (the site service).
 
-:class:`SiteSlurm` is the Slurm adapter (:class:`~malleable.adapters.slurm.cluster.
-SlurmCluster`: the same poll, events, and confirmed resize protocol) with three
-differences:
+:class:`SiteSlurm` wraps the Slurm adapter (:class:`~malleable.adapters.slurm.cluster.
+SlurmCluster`: the same poll, events, and confirmed resize protocol), implements the
+service's :class:`~malleable.site.port.ServiceSite` by delegating to it, and adds, through
+the adapter's public hooks (:class:`~malleable.adapters.slurm.cluster.SlurmHooks`):
 
 * **Discovery.** Each poll (the same single ``sinfo --json; squeue --json`` call) is
   scanned for jobs of any user whose comment is a user tag (:mod:`malleable.site.tag`);
@@ -29,23 +30,25 @@ from __future__ import annotations
 import getpass
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 import malleable.adapters.slurm.meta as meta
 from malleable.adapters.outcomes import Outcome, ResizeResult
-from malleable.adapters.slurm.cluster import SlurmCluster, _Mine
-from malleable.adapters.slurm.ctl import Poll
+from malleable.adapters.pending import Negotiations
+from malleable.adapters.slurm.cluster import SiteJournal, SlurmCluster
+from malleable.adapters.slurm.ctl import Poll, SlurmCtl
 from malleable.adapters.slurm.parse import SlurmJob, holds_nodes
+from malleable.adapters.slurm.resize import Resizer
 from malleable.errors import ExternalError
 from malleable.model import JobSpec, JobState
-from malleable.resources import JobEvent
 from malleable.runner.job import Change, MpiJob
 from malleable.runner.launch import Launch
 from malleable.site import tag as tags
-from malleable.site.channel import ChannelError, ChannelServer, RelayShell
-from malleable.site.port import Counters
+from malleable.site.channel import ChannelError, RelayShell
 from malleable.site.port import Found as Found  # re-exported (its old home)
+from malleable.site.port import WrappedSite
 from malleable.site.port import service_id as service_id
 
 logger = logging.getLogger(__name__)
@@ -57,43 +60,77 @@ ADMIN_HOLD = "JobHeldAdmin"
 
 
 @dataclass
-class SiteSlurm(SlurmCluster, Counters):
-    """A Slurm site of the site service (see the module docstring)."""
+class SiteSlurm(WrappedSite[SlurmCluster]):
+    """A Slurm site of the site service (see the module docstring): it holds its Slurm
+    adapter (:attr:`cluster`) and is that adapter's :attr:`~SlurmCluster.hooks`."""
 
     kind: ClassVar[str] = "slurm"
     id_key: ClassVar[str] = "slurm_id"
     """How log lines and ``manager status`` name a job's id on this site."""
-    account: str = ""
-    """The service's Slurm user (default: the SSH user, or this process's user)."""
-    found: dict[int, Found] = field(default_factory=dict)
-    """Tagged user jobs of the last poll, by Slurm id."""
-    ignored: dict[int, str] = field(default_factory=dict)
-    """Jobs whose tag was refused (logged once), with the reason."""
-    placements: int = 0
-    """Held copies released since the service last counted them."""
     admin_held: dict[int, str] = field(default_factory=dict)
     """Tagged jobs an administrator holds (left alone, logged once), by id: the owner."""
-    channel: ChannelServer | None = None
-    """The application channel of ``--mpi`` jobs (None: such jobs are never resized)."""
     mpi_jobs: dict[str, MpiJob] = field(default_factory=dict)
     _no_channel: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        super().__post_init__()
+        if self.cluster.hooks is not None:
+            raise ValueError(f"site {self.cluster.name}: its Slurm adapter has hooks already")
+        self.cluster.hooks = self
         if not self.account:
             self.account = self.ctl.user or getpass.getuser()
 
-    def refresh(self) -> None:
-        self._began()
-        poll = self.ctl.poll()
-        now = self.clock.now()
+    # ------------------------------------------------------------ the adapter's
+
+    @property
+    def resizes(self) -> list[ResizeResult]:
+        return self.cluster.resizes
+
+    @resizes.setter
+    def resizes(self, value: list[ResizeResult]) -> None:
+        self.cluster.resizes = value
+
+    @property
+    def ctl(self) -> SlurmCtl:
+        return self.cluster.ctl
+
+    @property
+    def journal(self) -> SiteJournal | None:
+        return self.cluster.journal
+
+    @property
+    def resizer(self) -> Resizer | None:
+        return self.cluster.resizer
+
+    @property
+    def negotiations(self) -> Negotiations | None:
+        return self.cluster.negotiations
+
+    @property
+    def missing(self) -> Mapping[str, str]:
+        return self.cluster.missing
+
+    def size_of(self, job_id: str) -> int | None:
+        return self.cluster.size_of(job_id)
+
+    def resume_intent(self, token: int, kind: str, job_id: str, native_id: int | None) -> None:
+        self.cluster.resume_intent(token, kind, job_id, native_id)
+
+    # ------------------------------------------------------------ the hooks
+
+    def polled(self, poll: Poll) -> Poll:
+        """Each poll (the adapter's hook): find the tagged user jobs; the part of ``poll``
+        that may be the service's own (forgeries of its internal tag left out)."""
         self._discover(poll)
         self.forget_ignored({j.job_id for j in poll.jobs})
-        own = Poll(tuple(j for j in poll.jobs if self._own(j)), poll.nodes)
-        self._bind(own)
-        self._sweep(own)
-        self._follow_all(poll, now)
-        self._take(poll, own)
+        return Poll(tuple(j for j in poll.jobs if self._own(j)), poll.nodes)
+
+    def unsaveable(self, job_id: str) -> str:
+        """Why a job that lost nodes cannot shed them (the adapter's hook)."""
+        if self._is_mpi(job_id):  # its ranks there died with the node
+            return "an --mpi job lost ranks with the node: Slurm ends it NODE_FAIL"
+        return ""
+
+    # ------------------------------------------------------------ observing
 
     def _own(self, job: SlurmJob) -> bool:
         """Whether a job may carry the service's internal tag (forgeries logged once)."""
@@ -158,52 +195,43 @@ class SiteSlurm(SlurmCluster, Counters):
         copy = self.copy_of(spec.id)
         if copy is None or size < 1:
             return 0
-        self._stale()
-        update = self.ctl.update_nodes(copy.slurm_id, str(size))
+        self.cluster.invalidate()
+        update = self.ctl.update_nodes(copy.native_id, str(size))
         if update.rc != 0:
             logger.warning("event=place_refused site=%s job=%s slurm_id=%d reason=%r",
-                           self.name, spec.id, copy.slurm_id, update.stderr.strip()[:200])
+                           self.name, spec.id, copy.native_id, update.stderr.strip()[:200])
             return 0
         if copy.held:
-            now_seen = self.ctl.show_job(copy.slurm_id)  # an administrator may have held it
+            now_seen = self.ctl.show_job(copy.native_id)  # an administrator may have held it
             if now_seen is not None and self._admin_held(now_seen):
                 return 0
-            release = self.ctl.release(copy.slurm_id)
+            release = self.ctl.release(copy.native_id)
             if release.rc != 0:
-                raise ExternalError(f"scontrol release {copy.slurm_id}: "
+                raise ExternalError(f"scontrol release {copy.native_id}: "
                                     f"{release.stderr.strip()[:200]}")
-        self.adopt(spec, copy.slurm_id, requested=size)
+        self.cluster.adopt(spec, copy.native_id, requested=size)
         if self.journal is not None:
-            self.journal.slurm_submitted(self.name, spec.id, copy.slurm_id)
-        del self.found[copy.slurm_id]
+            self.journal.slurm_submitted(self.name, spec.id, copy.native_id)
+        del self.found[copy.native_id]
         self.placements += 1
         logger.info("event=placed site=%s job=%s slurm_id=%d nodes=%d", self.name, spec.id,
-                    copy.slurm_id, size)
+                    copy.native_id, size)
         return size
 
     def cancel_copy(self, slurm_id: int) -> None:
         """Cancel a user's waiting copy placed on another site (as the operator)."""
-        self._stale()
+        self.cluster.invalidate()
         self.ctl.cancel(slurm_id)
         self.found.pop(slurm_id, None)
         logger.info("event=copy_cancelled site=%s slurm_id=%d", self.name, slurm_id)
 
     def forget(self, job_ids: set[str]) -> None:
-        """Stop keeping finished jobs: their state here and their node failures (the
-        journal keeps every failure)."""
-        gone: set[int] = set()
+        """Stop keeping finished jobs: their state here and in the adapter (the journal
+        keeps every failure)."""
         for job_id in job_ids:
             self.mpi_jobs.pop(job_id, None)
             self._no_channel.discard(job_id)
-            mine = self._mine.get(job_id)
-            if mine is not None and mine.finished:
-                del self._mine[job_id]
-                if mine.slurm_id is not None:
-                    self._by_slurm.pop(mine.slurm_id, None)
-                    gone.add(mine.slurm_id)
-        if gone:
-            self._lost = {pair for pair in self._lost if pair[0] not in gone}
-            self.node_failures = [e for e in self.node_failures if e.get("slurm_id") not in gone]
+        self.cluster.forget(job_ids)
 
     def forget_ignored(self, seen: set[int]) -> None:
         """Drop refused tags of jobs that have left the queue (memory stays flat)."""
@@ -222,34 +250,34 @@ class SiteSlurm(SlurmCluster, Counters):
     def _is_mpi(self, job_id: str) -> bool:
         return any(f.job_id == job_id and f.tag.mpi for f in self.found.values())
 
-    def _unsaveable(self, mine: _Mine, job: SlurmJob, lost: list[str]) -> str:
-        if self._is_mpi(mine.spec.id):  # its ranks there died with the node
-            return "an --mpi job lost ranks with the node: Slurm ends it NODE_FAIL"
-        return super()._unsaveable(mine, job, lost)
-
     def offer_grow(self, job_id: str, offer: int) -> int:
         if not self._is_mpi(job_id):
-            return super().offer_grow(job_id, offer)
-        mine = self._resizable(job_id)
-        if mine is None or offer <= 0:
+            return self.cluster.offer_grow(job_id, offer)
+        spec, size = self._resizable(job_id)
+        if spec is None or offer <= 0:
             return 0
-        delta = mine.spec.accepts(mine.size, offer)
+        delta = spec.accepts(size, offer)
         if self.negotiations is not None and delta > 0:
-            return self._pending(mine, "grow", delta,
-                                 lambda: self._mpi_resize(job_id, delta, answer="grow"))
+            return self.cluster.negotiate(job_id, "grow", delta,
+                                          lambda: self._mpi_change(job_id, delta, False))
         return max(0, self._mpi_resize(job_id, delta))
 
     def request_shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
         if not self._is_mpi(job_id):
-            return super().request_shrink(job_id, amount, mandatory)
-        mine = self._resizable(job_id)
-        if mine is None or amount <= 0:
+            return self.cluster.request_shrink(job_id, amount, mandatory)
+        spec, size = self._resizable(job_id)
+        if spec is None or amount <= 0:
             return 0
-        released = mine.spec.releases(mine.size, amount)
+        released = spec.releases(size, amount)
         if self.negotiations is not None and released > 0:
-            return self._pending(mine, "shrink", released, lambda: self._mpi_resize(
-                job_id, -released, mandatory, answer="shrink"))
+            return self.cluster.negotiate(job_id, "shrink", released,
+                                          lambda: self._mpi_change(job_id, -released, mandatory))
         return max(0, -self._mpi_resize(job_id, -released, mandatory))
+
+    def _resizable(self, job_id: str) -> tuple[JobSpec | None, int]:
+        """A job the adapter may resize now, and its size (None, 0: not now)."""
+        spec = self.cluster.resizable(job_id)
+        return spec, self.cluster.size_of(job_id) or 0
 
     def _mpi_job(self, job_id: str, slurm_id: int) -> MpiJob | None:
         """The job's runner state over its open channel (None: no channel, not started)."""
@@ -271,41 +299,36 @@ class SiteSlurm(SlurmCluster, Counters):
             self.mpi_jobs[job_id] = job
         return job if job.poll_started() else None
 
-    def _mpi_resize(self, job_id: str, delta: int, mandatory: bool = False,
-                    answer: str = "") -> int:
-        """Grow (``delta`` > 0) or shrink an MPI job through its channel; nodes changed.
-        With ``answer`` (``grow``/``shrink``: a pending negotiation, in a worker) the
-        result, a refusal included, is emitted as the answer's job event."""
-        mine = self._mine[job_id]
-        before = mine.size
-        after, reason = self._mpi_change(job_id, delta, mandatory)
-        if answer:
-            self._answer(mine, answer, after, reason)
-        elif after != before:
-            self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, after))
-            mine.size = after
+    def _mpi_resize(self, job_id: str, delta: int, mandatory: bool = False) -> int:
+        """Grow (``delta`` > 0) or shrink an MPI job through its channel, answered at once
+        (no negotiations): the nodes it changed by."""
+        before = self.cluster.size_of(job_id) or 0
+        after, _ = self._mpi_change(job_id, delta, mandatory)
+        self.cluster.resized(job_id, after)
         return after - before
 
     def _mpi_change(self, job_id: str, delta: int, mandatory: bool) -> tuple[int, str]:
         """Resize an MPI job through its channel: its size after (nodes), and why it is
-        not the size asked ("" if it is)."""
-        mine = self._mine[job_id]
-        assert mine.slurm_id is not None  # _resizable checked
+        not the size asked ("" if it is). In a worker when it is a pending negotiation
+        (the adapter answers it with this)."""
+        slurm_id, size = self.cluster.slurm_id(job_id), self.cluster.size_of(job_id)
+        if slurm_id is None or size is None:
+            return 0, "it is no longer running"
         if delta == 0:
-            return mine.size, "nothing to do"
+            return size, "nothing to do"
         try:
-            job = self._mpi_job(job_id, mine.slurm_id)
+            job = self._mpi_job(job_id, slurm_id)
         except (ChannelError, ExternalError, ValueError) as exc:
             logger.warning("event=mpi_channel_failed site=%s job=%s reason=%r", self.name,
                            job_id, str(exc)[:200])
-            return mine.size, f"application channel: {str(exc)[:200]}"
+            return size, f"application channel: {str(exc)[:200]}"
         if job is None:
-            return mine.size, "its agent has not connected, or the program has not started"
-        before, target = mine.size, mine.size + delta
+            return size, "its agent has not connected, or the program has not started"
+        before, target = size, size + delta
         token = None
         if self.journal is not None:
-            token = self.journal.resize_begin(self.name, job_id, mine.slurm_id, before, target)
-        self._stale()
+            token = self.journal.resize_begin(self.name, job_id, slurm_id, before, target)
+        self.cluster.invalidate()
         try:
             change = job.grow(delta) if delta > 0 else job.shrink(-delta, mandatory)
             job.shell.write(job.batch, f"{job.run_dir}/nodes",
@@ -315,7 +338,7 @@ class SiteSlurm(SlurmCluster, Counters):
         after = change.nodes_after or before
         outcome = (Outcome.DONE if after == target else
                    Outcome.PARTIAL if after != before else Outcome.REFUSED)
-        result = ResizeResult(mine.slurm_id, before, target, after, outcome, change.error,
+        result = ResizeResult(slurm_id, before, target, after, outcome, change.error,
                               change.seconds)
         if self.journal is not None and token is not None:
             self.journal.resize_end(token, result)

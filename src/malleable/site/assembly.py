@@ -10,8 +10,10 @@ import secrets
 import time
 from collections.abc import Callable
 
+from malleable.adapters.oar.cluster import OarCluster
 from malleable.adapters.oar.ctl import OarCtl
 from malleable.adapters.pending import Negotiations
+from malleable.adapters.slurm.cluster import SlurmCluster
 from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.clock import ScaledClock
 from malleable.config import SiteConfig
@@ -44,9 +46,11 @@ def slurm_site(site: SiteConfig, ctl: object, context: Context) -> ServiceSite:
     """A Slurm site of the service (the registry's ``serve`` builder of ``slurm``)."""
     if not isinstance(ctl, SlurmCtl):
         raise TypeError(f"site {site.name}: a Slurm site needs Slurm commands, not {ctl!r}")
-    return SiteSlurm(site.name, ctl, context.clock, context.run_id, reserve=site.reserve,
-                     speed=site.speed, journal=context.journal,
-                     negotiations=Negotiations(site.name), pending_expansions=True)
+    return SiteSlurm(SlurmCluster(site.name, ctl, context.clock, context.run_id,
+                                  reserve=site.reserve, speed=site.speed,
+                                  journal=context.journal,
+                                  negotiations=Negotiations(site.name),
+                                  pending_expansions=True))
 
 
 def oar_site(site: SiteConfig, ctl: object, context: Context) -> ServiceSite:
@@ -54,8 +58,9 @@ def oar_site(site: SiteConfig, ctl: object, context: Context) -> ServiceSite:
     if not isinstance(ctl, OarCtl):
         raise TypeError(f"site {site.name}: an OAR site needs OAR commands, not {ctl!r}")
     account = getpass.getuser() if site.ssh is None else site.ssh.user
-    return SiteOar(site.name, ctl, context.clock, context.run_id, reserve=site.reserve,
-                   speed=site.speed, journal=context.journal, account=account)
+    return SiteOar(OarCluster(site.name, ctl, context.clock, context.run_id,
+                              reserve=site.reserve, speed=site.speed, journal=context.journal),
+                   account=account)
 
 
 def _served() -> list[str]:

@@ -1,7 +1,7 @@
 """Tagged users' jobs in an OAR site's poll: what the site service discovers there.
 
-The OAR side of :class:`~malleable.site.adapter.SiteSlurm`'s discovery, and only that
-(:class:`~malleable.site.oarsite.SiteOar` calls it each poll): every job of ``oarstat -J``
+The OAR site's discovery, and only that (:class:`~malleable.site.oarsite.SiteOar` calls
+it each poll): every job of ``oarstat -J``
 whose name claims to be a compact tag (:func:`malleable.site.tag.looks_like_oar_tag`)
 is parsed; its owner is oarstat's ``owner``, never anything the name says (the compact
 form has no user key). The service's own jobs are skipped; a name that claims to be a

@@ -24,14 +24,18 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from malleable.adapters.common import NoCommands
 from malleable.adapters.oar.ctl import OarCtl
 from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.errors import ExternalError
 from malleable.runner.launch import Launch
-from malleable.runner.oar import OarMpiJob, _NoSlurm
+from malleable.runner.oar import OarMpiJob
 from malleable.site.channel import ChannelError, RelayShell, Session
 
 logger = logging.getLogger(__name__)
+
+#: What a call of a command an OAR job does not have says.
+_NONE = "an OAR job ran a command of another kind of site"
 
 
 @dataclass
@@ -83,7 +87,8 @@ def agent_mpi_job(oar: OarCtl, session: Session, base: int, grow_wait: float
     """The runner's state of the ``--mpi`` job ``base`` over its agent's open ``session``
     (the program and run directory are those the agent announced)."""
     launch = Launch(session.program, "", workdir=os.path.dirname(session.run_dir))
-    shell = OarRelayShell(_NoSlurm(), oar.timeout, session=session)
-    return AgentOarMpiJob(SlurmCtl(_NoSlurm()), shell, launch, oar=oar, answer_timeout=60.0,
+    shell = OarRelayShell(NoCommands(_NONE), oar.timeout, session=session)
+    # The runner's job takes its site's other commands first: an OAR site has none.
+    return AgentOarMpiJob(SlurmCtl(NoCommands(_NONE)), shell, launch, oar=oar, answer_timeout=60.0,
                           done_timeout=120.0, grow_wait=grow_wait, slurm_id=base,
                           seq=session.seq, session=session)

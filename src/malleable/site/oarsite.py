@@ -1,13 +1,15 @@
 """An OAR site of the site service: users' held tagged jobs, resumed where the policy
 places them (docs/oar.md, "The site service on OAR").
 
-:class:`SiteOar` is the OAR adapter (:class:`~malleable.adapters.oar.cluster.OarCluster`:
+:class:`SiteOar` wraps the OAR adapter (:class:`~malleable.adapters.oar.cluster.OarCluster`:
 the same one-call poll, ``oarnodes -J`` then ``oarstat -J``, the same events and end
-states) with these differences:
+states), implements the service's :class:`~malleable.site.port.ServiceSite` by delegating
+to it, and adds, through the adapter's public hooks
+(:class:`~malleable.adapters.oar.cluster.OarHooks`) and its public collection API:
 
 * **Discovery.** Each poll is scanned for jobs of any user whose name is a compact tag
   (:func:`malleable.site.oarjobs.discover`; the owner is oarstat's ``owner``); each becomes
-  a :class:`~malleable.site.adapter.Found`, as on Slurm. A name that claims to be a tag
+  a :class:`~malleable.site.port.Found`, as on every kind of site. A name that claims to be a tag
   and is not a valid one is logged once and the job left alone as background load; an
   untagged job is background load.
 * **Placement.** A user's job waits in OAR ``Hold`` (``malleable submit``: ``oarsub
@@ -46,19 +48,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
-from malleable.adapters.oar.cluster import OarCluster, _Mine
-from malleable.adapters.oar.ctl import Poll
+from malleable.adapters.oar.cluster import Collection, NativeJournal, OarCluster
+from malleable.adapters.oar.ctl import OarCtl, Poll
 from malleable.adapters.oar.parse import OarJob
 from malleable.adapters.outcomes import ResizeResult
 from malleable.errors import ExternalError
-from malleable.model import JobKind, JobSpec, JobState, RunningJob
-from malleable.resources import Capability, JobEvent
+from malleable.model import JobKind, JobSpec, RunningJob
 from malleable.runner.job import Change
-from malleable.site.channel import ChannelError, ChannelServer, Session
+from malleable.site.channel import ChannelError, Session
 from malleable.site.oaragent import extension_name, size_text
 from malleable.site.oarjobs import OarTagged, discover
 from malleable.site.oarmpi import AgentOarMpiJob, agent_mpi_job
-from malleable.site.port import Counters, Found
+from malleable.site.port import Found, WrappedSite
 
 logger = logging.getLogger(__name__)
 
@@ -73,25 +74,14 @@ MPI_GROW_WAIT = 60.0
 
 
 @dataclass
-class SiteOar(OarCluster, Counters):
-    """An OAR site of the site service (see the module docstring)."""
+class SiteOar(WrappedSite[OarCluster]):
+    """An OAR site of the site service (see the module docstring): it holds its OAR
+    adapter (:attr:`cluster`) and is that adapter's :attr:`~OarCluster.hooks`."""
 
     kind: ClassVar[str] = "oar"
     id_key: ClassVar[str] = "oar_id"
     """How log lines and ``manager status`` name a job's id on this site."""
 
-    capabilities: frozenset[Capability] = frozenset({Capability.SHRINK, Capability.EXPAND})
-    """Declared for the site; a job is resized only while its agent is connected."""
-    account: str = ""
-    """The service's OAR user (default: this process's user); its own jobs are not users'."""
-    found: dict[int, Found] = field(default_factory=dict)
-    """Tagged user jobs of the last poll, by OAR id."""
-    ignored: dict[int, str] = field(default_factory=dict)
-    """Jobs whose tag was refused (logged once), with the reason."""
-    placements: int = 0
-    """Held copies resumed since the service last counted them."""
-    channel: ChannelServer | None = None
-    """The application channel: the jobs' agents (None: no job is ever resized)."""
     resizes: list[ResizeResult] = field(default_factory=list)
     """Always empty: OAR resizes are answered at once (no pending answers)."""
     mpi_jobs: dict[str, AgentOarMpiJob] = field(default_factory=dict)
@@ -105,21 +95,56 @@ class SiteOar(OarCluster, Counters):
     """Jobs whose missing agent was logged (once)."""
 
     def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.ctl.sudo_to is None:
-            self.ctl = self.ctl.via_sudo(OAR_USER)
+        if self.cluster.hooks is not None:
+            raise ValueError(f"site {self.cluster.name}: its OAR adapter has hooks already")
+        self.cluster.hooks = self
+        if self.cluster.ctl.sudo_to is None:
+            self.cluster.ctl = self.cluster.ctl.via_sudo(OAR_USER)
         if not self.account:
             self.account = getpass.getuser()
 
-    # ------------------------------------------------------------ observing
+    # ------------------------------------------------------------ the adapter's
 
-    def refresh(self) -> None:
-        poll = self.ctl.poll()
+    @property
+    def ctl(self) -> OarCtl:
+        return self.cluster.ctl
+
+    @property
+    def journal(self) -> NativeJournal | None:
+        return self.cluster.journal
+
+    @property
+    def grow_wait(self) -> float:
+        return self.cluster.grow_wait
+
+    @property
+    def grow_wait_per_node(self) -> float:
+        return self.cluster.grow_wait_per_node
+
+    # ------------------------------------------------------------ the hooks
+
+    def polled(self, poll: Poll) -> None:
+        """Each poll (the adapter's hook): find the tagged user jobs."""
         self._discover(poll)
         self.forget_ignored({j.job_id for j in poll.jobs})
-        self._cancel_abandoned(poll)
-        self._follow_all(poll, self.clock.now())
-        self._poll.taken(poll)
+
+    def running(self, entry: RunningJob, base: int | None) -> RunningJob:
+        """A running job (the adapter's hook); the service's own at its fixed size unless
+        its agent is connected (nothing else can resize it)."""
+        if not entry.managed or (base is not None and self._session_of(base) is not None):
+            return entry
+        size = entry.size
+        fixed = replace(entry.spec, kind=JobKind.RIGID, min_size=size, max_size=size,
+                        initial_size=size, preferred_size=None)
+        return replace(entry, spec=fixed)
+
+    def extensions(self, spec: JobSpec, base: int) -> tuple[str, str]:
+        """The extension jobs of the service's jobs (the adapter's hook): the job's user's
+        jobs named :func:`~malleable.site.oaragent.extension_name` of its base job (an
+        ``extend`` whose answer was lost, a restart)."""
+        return extension_name(base), spec.user
+
+    # ------------------------------------------------------------ observing
 
     def _discover(self, poll: Poll) -> None:
         by_id = {j.job_id: j for j in poll.jobs}
@@ -149,41 +174,19 @@ class SiteOar(OarCluster, Counters):
         for oar_id in [i for i in self.ignored if i not in seen]:
             del self.ignored[oar_id]
 
-    def _running(self, job: OarJob, mine: _Mine | None) -> RunningJob:
-        """A running job; the service's own at its fixed size unless its agent is connected
-        (nothing else can resize it)."""
-        entry = super()._running(job, mine)
-        if not entry.managed or (mine is not None and self._session(mine) is not None):
-            return entry
-        size = entry.size
-        fixed = replace(entry.spec, kind=JobKind.RIGID, min_size=size, max_size=size,
-                        initial_size=size, preferred_size=None)
-        return replace(entry, spec=fixed)
-
-    def _adopt_orphans(self, poll: Poll) -> None:
-        """Extension jobs of the service's jobs that the poll shows and that are not known
-        yet (an ``extend`` whose answer was lost, a restart): the job's user's jobs named
-        :func:`~malleable.site.oaragent.extension_name` of its base job."""
-        names = {extension_name(m.base): m for m in self._mine.values()
-                 if not m.finished and m.base is not None}
-        known = {e for m in self._mine.values() for e in (*m.extensions, *m.released)}
-        for job in poll.jobs:
-            mine = names.get(job.name)
-            if (mine is not None and job.owner == mine.spec.user and job.job_id not in known
-                    and not job.state.finished):
-                logger.info("event=extension_found site=%s job=%s oar_id=%d", self.name,
-                            mine.spec.id, job.job_id)
-                mine.extensions.append(job.job_id)
-                self._journal_extensions(mine, added=[job.job_id])
-
-    def _session(self, mine: _Mine) -> Session | None:
+    def _session(self, mine: Collection) -> Session | None:
         """The job's agent, if it is connected."""
-        if self.channel is None or mine.base is None:
-            return None
-        return self.channel.session(self.name, mine.base)
+        return None if mine.base is None else self._session_of(mine.base)
 
-    def _tell_size(self, mine: _Mine, size: int) -> None:
-        """The agent writes the job's ``nodes`` and ``size`` files (no agent: nothing)."""
+    def _session_of(self, base: int) -> Session | None:
+        """The agent of the job whose base job is ``base``, if it is connected."""
+        if self.channel is None:
+            return None
+        return self.channel.session(self.name, base)
+
+    def tell_size(self, mine: Collection, size: int) -> None:
+        """The agent writes the job's ``nodes`` and ``size`` files (the adapter's hook; no
+        agent: nothing)."""
         session = self._session(mine)
         if session is None or mine.base is None or self._is_mpi(mine.spec.id):
             return  # an --mpi job's runner keeps its own nodes file
@@ -216,32 +219,32 @@ class SiteOar(OarCluster, Counters):
                 self._too_small.add(spec.id)
                 logger.info("event=place_deferred site=%s job=%s oar_id=%d reason='OAR starts "
                             "it at its %d submitted nodes; %d offered'", self.name, spec.id,
-                            copy.slurm_id, copy.nodes, size)
+                            copy.native_id, copy.nodes, size)
             return 0
         if copy.held:
-            result = self.ctl.resume(copy.slurm_id)
+            result = self.ctl.resume(copy.native_id)
             if result.rc != 0:
                 logger.warning("event=place_refused site=%s job=%s oar_id=%d reason=%r",
-                               self.name, spec.id, copy.slurm_id,
+                               self.name, spec.id, copy.native_id,
                                (result.stdout + result.stderr).strip()[:200])
                 return 0
-        self._stale()
+        self.cluster.invalidate()
         self._too_small.discard(spec.id)
         if copy.tag.mpi:
             self._mpi.add(spec.id)
-        self.adopt(spec, copy.slurm_id, requested=copy.nodes)
+        self.cluster.adopt(spec, copy.native_id, requested=copy.nodes)
         if self.journal is not None:
             self.journal.native_submitted(self.name, spec.id, copy.native_id)
-        del self.found[copy.slurm_id]
+        del self.found[copy.native_id]
         self.placements += 1
         logger.info("event=placed site=%s job=%s oar_id=%d nodes=%d", self.name, spec.id,
-                    copy.slurm_id, copy.nodes)
+                    copy.native_id, copy.nodes)
         return copy.nodes
 
-    def _agent_of(self, job_id: str) -> tuple[_Mine, Session] | None:
+    def _agent_of(self, job_id: str) -> tuple[Collection, Session] | None:
         """A running malleable job of the service and its connected agent (None: no resize;
         a missing agent is logged once)."""
-        mine = self._resizable(job_id)
+        mine = self.cluster.resizable(job_id)
         if mine is None:
             return None
         session = self._session(mine)
@@ -267,29 +270,28 @@ class SiteOar(OarCluster, Counters):
         if accepted <= 0:
             return 0
         decided, began = time.time(), time.monotonic()
-        self._stale()
+        self.cluster.invalidate()
         try:
             new = [int(i) for i in session.call("extend", count=accepted).get("ids", ())]
         except (ChannelError, ValueError, TypeError) as exc:
             logger.warning("event=grow_failed site=%s job=%s reason=%r", self.name, job_id,
                            str(exc)[:200])
             return 0
-        self._journal_extensions(mine, added=new)  # before the wait: a restart may come
+        self.cluster.journal_extensions(mine, added=new)  # before the wait: a restart may come
         wait = self.grow_wait + self.grow_wait_per_node * len(new)
-        running = self._await_running(new, wait)
+        running = self.cluster.await_running(new, wait)
         late = [e for e in new if e not in running]
         if late:
             self._release_late(session, mine, late, wait)
-        mine.extensions.extend(running)
+        self.cluster.extended(mine, running)
         if running:
-            mine.size += len(running)
-            self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, mine.size))
+            self.cluster.resized(mine, mine.size + len(running))
         logger.info("event=grown site=%s job=%s oar_ids=%s size=%d decided=%.3f seconds=%.2f",
                     self.name, job_id, ",".join(map(str, running)), mine.size, decided,
                     time.monotonic() - began)
         return len(running)
 
-    def _release_late(self, session: Session, mine: _Mine, late: list[int],
+    def _release_late(self, session: Session, mine: Collection, late: list[int],
                       wait: float) -> None:
         logger.warning("event=grow_late site=%s job=%s late=%d of_wait=%.0f", self.name,
                        mine.spec.id, len(late), wait)
@@ -299,8 +301,7 @@ class SiteOar(OarCluster, Counters):
             logger.warning("event=release_failed site=%s job=%s reason=%r; deleting as oar",
                            self.name, mine.spec.id, str(exc)[:200])
             self.ctl.delete(late)
-        mine.released.extend(late)
-        self._journal_extensions(mine, released=late)
+        self.cluster.released(mine, late)  # never the job's: not in its extensions
 
     def request_shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
         """Release the newest extension jobs through the agent (never the base job)."""
@@ -314,7 +315,7 @@ class SiteOar(OarCluster, Counters):
         if self._is_mpi(job_id):
             return -self._mpi_resize(mine, session, -released, mandatory)
         decided, began = time.time(), time.monotonic()
-        self._stale()
+        self.cluster.invalidate()
         gone = mine.extensions[-released:]
         try:
             session.call("release", ids=gone)
@@ -322,9 +323,8 @@ class SiteOar(OarCluster, Counters):
             logger.warning("event=shrink_failed site=%s job=%s reason=%r", self.name, job_id,
                            str(exc)[:200])
             return 0
-        self._released(mine, gone)
-        mine.size -= released
-        self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, mine.size))
+        self.cluster.released(mine, gone)
+        self.cluster.resized(mine, mine.size - released)
         logger.info("event=shrunk site=%s job=%s oar_ids=%s size=%d decided=%.3f seconds=%.2f",
                     self.name, job_id, ",".join(map(str, gone)), mine.size, decided,
                     time.monotonic() - began)
@@ -336,7 +336,7 @@ class SiteOar(OarCluster, Counters):
         return job_id in self._mpi or any(f.job_id == job_id and f.tag.mpi
                                           for f in self.found.values())
 
-    def _mpi_job(self, mine: _Mine, session: Session) -> AgentOarMpiJob | None:
+    def _mpi_job(self, mine: Collection, session: Session) -> AgentOarMpiJob | None:
         """The job's runner state over its agent (None: the program has not started)."""
         assert mine.base is not None  # _resizable checked
         job = self.mpi_jobs.get(mine.spec.id)
@@ -350,7 +350,7 @@ class SiteOar(OarCluster, Counters):
             self.mpi_jobs[mine.spec.id] = job
         return job if job.poll_started() else None
 
-    def _mpi_resize(self, mine: _Mine, session: Session, delta: int,
+    def _mpi_resize(self, mine: Collection, session: Session, delta: int,
                     mandatory: bool = False) -> int:
         """Grow (``delta`` > 0) or shrink an ``--mpi`` job by the runner's logic over its
         agent; the nodes it changed by."""
@@ -358,7 +358,7 @@ class SiteOar(OarCluster, Counters):
         if delta == 0:
             return 0
         decided, began = time.time(), time.monotonic()
-        self._stale()
+        self.cluster.invalidate()
         job = None
         try:
             job = self._mpi_job(mine, session)
@@ -378,8 +378,7 @@ class SiteOar(OarCluster, Counters):
         changed = [e for e in mine.extensions if e not in extensions] + [
             e for e in extensions if e not in mine.extensions]
         if after != before:
-            mine.size = after
-            self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, after))
+            self.cluster.resized(mine, after)
         logger.info("event=mpi_resized site=%s job=%s processes=%d->%d size=%d->%d "
                     "oar_ids=%s decided=%.3f seconds=%.2f%s", self.name, job_id,
                     change.before, change.after, before, after,
@@ -387,20 +386,20 @@ class SiteOar(OarCluster, Counters):
                     f" error={change.error!r}" if change.error else "")
         return after - before
 
-    def _take_extensions(self, mine: _Mine, job: AgentOarMpiJob) -> None:
+    def _take_extensions(self, mine: Collection, job: AgentOarMpiJob) -> None:
         """The job's extensions as the runner left them: the live ones the job's, those it
         deleted released (so that OAR still listing them is never taken for live)."""
         added = [e for e in job.extensions.values() if e not in mine.extensions]
         if added:
-            mine.extensions.extend(added)
-            self._journal_extensions(mine, added=added)
+            self.cluster.extended(mine, added)
+            self.cluster.journal_extensions(mine, added=added)
         gone = [e for e in job.deleted if e not in mine.released]
         if gone:
-            self._released(mine, gone)
+            self.cluster.released(mine, gone)
 
     def cancel_copy(self, oar_id: int) -> None:
         """Delete a user's waiting copy placed on another site (``oardel`` as ``oar``)."""
-        self._stale()
+        self.cluster.invalidate()
         result = self.ctl.delete([oar_id])
         self.found.pop(oar_id, None)
         if result.rc != 0:
@@ -416,8 +415,7 @@ class SiteOar(OarCluster, Counters):
         found = self.found.get(oar_id)
         if found is not None:
             return found.user, found.tag.max_size > found.tag.min_size or found.tag.mpi
-        mine = next((m for m in self._mine.values() if m.base == oar_id and not m.finished),
-                    None)
+        mine = self.cluster.of_base(oar_id)
         if mine is None or not mine.spec.user:
             return None
         return mine.spec.user, (mine.spec.max_size > mine.spec.min_size
@@ -427,11 +425,8 @@ class SiteOar(OarCluster, Counters):
         """Stop keeping finished jobs (the journal keeps them all)."""
         gone = set(job_ids)
         for job_id in gone:
-            mine = self._mine.get(job_id)
-            if mine is not None and mine.finished:
-                del self._mine[job_id]
             self._too_small.discard(job_id)
             self._no_agent.discard(job_id)
             self._mpi.discard(job_id)
             self.mpi_jobs.pop(job_id, None)
-        self.node_failures = [e for e in self.node_failures if e.get("job") not in gone]
+        self.cluster.forget(gone)

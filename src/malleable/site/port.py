@@ -3,18 +3,19 @@ terms: the tagged user jobs a poll found (:class:`Found`, their service ids), an
 protocol the service drives each site through (:class:`ServiceSite`: adopt, cancel a copy,
 the owner of a job, forget ended jobs, the counters). The Slurm and OAR sites
 (:class:`~malleable.site.adapter.SiteSlurm`, :class:`~malleable.site.oarsite.SiteOar`)
-implement it; the service (:mod:`malleable.site.daemon`) knows only this."""
+implement it by wrapping their cluster adapter (:class:`WrappedSite`); the service
+(:mod:`malleable.site.daemon`) knows only this."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
 
 from malleable.adapters.outcomes import ResizeResult
 from malleable.adapters.shell import CommandRunner
 from malleable.model import ClusterView, JobKind, JobSpec
-from malleable.resources import ResourceManager
+from malleable.resources import Capability, JobEvent, ResourceManager
 from malleable.site import tag as tags
 from malleable.site.channel import ChannelServer
 
@@ -69,6 +70,126 @@ class Counters:
         """Forget all but the ``keep`` most recent resize results (the journal has them)."""
         if len(self.resizes) > keep:
             del self.resizes[:-keep]
+
+
+class Wrapped(Protocol):
+    """What a service site delegates to the cluster adapter it wraps (Slurm's or OAR's)."""
+
+    name: str
+    capabilities: frozenset[Capability]
+    reserve: int
+    last_view: ClusterView | None
+    node_failures: list[dict[str, object]]
+
+    def refresh(self) -> None: ...
+
+    def observe(self) -> ClusterView: ...
+
+    def drain_events(self) -> Sequence[JobEvent]: ...
+
+    def cancel(self, job_id: str) -> None: ...
+
+    def close(self) -> None: ...
+
+    def invalidate(self) -> None: ...
+
+    def abandon(self, job_ids: Iterable[str]) -> None: ...
+
+    def adopt(self, spec: JobSpec, native_id: int | None, *, requested: int = 0,
+              started: bool = False, size: int = 0, since: float | None = None) -> None: ...
+
+    def native_id(self, job_id: str) -> int | None: ...
+
+    def restore_node_failures(self, entries: Sequence[Mapping[str, object]]) -> None: ...
+
+
+C = TypeVar("C", bound=Wrapped)
+
+
+@dataclass
+class WrappedSite(Counters, Generic[C]):
+    """A service site that holds its cluster adapter (:attr:`cluster`) and delegates the
+    ``ResourceManager`` port and the restart verbs to it, with what every kind keeps of
+    its users' tagged jobs; written once (the Slurm and OAR sites add the rest)."""
+
+    cluster: C
+    """The cluster adapter this site drives (its poll, events, resizes)."""
+    account: str = ""
+    """The service's own user on the site (its jobs are not users')."""
+    found: dict[int, Found] = field(default_factory=dict)
+    """Tagged user jobs of the last poll, by native id."""
+    ignored: dict[int, str] = field(default_factory=dict)
+    """Jobs whose tag was refused (logged once), with the reason."""
+    placements: int = 0
+    """Held copies started since the service last counted them."""
+    channel: ChannelServer | None = None
+    """The application channel: the jobs' agents (None: no job is resized through it)."""
+
+    @property
+    def name(self) -> str:
+        return self.cluster.name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self.cluster.name = value
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """The adapter's declared capabilities."""
+        return self.cluster.capabilities
+
+    @capabilities.setter
+    def capabilities(self, value: frozenset[Capability]) -> None:
+        self.cluster.capabilities = value
+
+    @property
+    def reserve(self) -> int:
+        return self.cluster.reserve
+
+    @reserve.setter
+    def reserve(self, value: int) -> None:
+        self.cluster.reserve = value
+
+    @property
+    def last_view(self) -> ClusterView | None:
+        return self.cluster.last_view
+
+    @property
+    def node_failures(self) -> list[dict[str, object]]:
+        return self.cluster.node_failures
+
+    def refresh(self) -> None:
+        """Take one observation now (the adapter's poll, which calls this site's hooks)."""
+        self.cluster.refresh()
+
+    def observe(self) -> ClusterView:
+        return self.cluster.observe()
+
+    def drain_events(self) -> Sequence[JobEvent]:
+        return self.cluster.drain_events()
+
+    def cancel(self, job_id: str) -> None:
+        self.cluster.cancel(job_id)
+
+    def close(self) -> None:
+        self.cluster.close()
+
+    def invalidate(self) -> None:
+        self.cluster.invalidate()
+
+    def abandon(self, job_ids: Iterable[str]) -> None:
+        self.cluster.abandon(job_ids)
+
+    def adopt(self, spec: JobSpec, native_id: int | None, *, requested: int = 0,
+              started: bool = False, size: int = 0, since: float | None = None) -> None:
+        self.cluster.adopt(spec, native_id, requested=requested, started=started, size=size,
+                           since=since)
+
+    def native_id(self, job_id: str) -> int | None:
+        return self.cluster.native_id(job_id)
+
+    def restore_node_failures(self, entries: Sequence[Mapping[str, object]]) -> None:
+        self.cluster.restore_node_failures(entries)
 
 
 class Commands(Protocol):

@@ -30,7 +30,7 @@ base and of its running extensions.
   job's node ``Suspected`` or ``Dead``, an extension job there is deleted and no longer
   counted (the job runs on, one node smaller); a base job there, which runs the work,
   is deleted with its extensions and the job ends FAILED, *retriable* (the manager runs
-  it again, as after Slurm's ``NODE_FAIL``). Each case is one entry of
+  it again, as after a node failure on any other kind of site). Each case is one entry of
   ``node_failures`` (journaled, reported in ``summary.json``).
 * **Observe**: one call per cycle (``oarnodes -J`` and ``oarstat -J``). Jobs not of this
   run are background load. A base job gone from oarstat's list is read with
@@ -52,10 +52,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import ClassVar, Protocol
 
+from malleable.adapters.common import Observed
 from malleable.adapters.oar.ctl import OarCtl, Poll
 from malleable.adapters.oar.parse import OarJob
 from malleable.adapters.oar.payload import OarPayload
-from malleable.adapters.observing import EventLog, SharedPoll, clamp_epoch
+from malleable.adapters.observing import EventLog, SharedPoll
 from malleable.adapters.outcomes import JobJournal
 from malleable.clock import Clock
 from malleable.errors import ExternalError
@@ -90,9 +91,36 @@ class NativeJournal(JobJournal, Protocol):
     def extensions(self, site: str, job_id: str) -> tuple[list[int], list[int]]: ...
 
 
+class OarHooks(Protocol):
+    """The adapter's public extension point: what a wrapper (the site service's OAR site,
+    :class:`~malleable.site.oarsite.SiteOar`) adds to each poll, to the view of its jobs,
+    to finding their extension jobs and to telling a job its size. Given as
+    :attr:`OarCluster.hooks`; without it the adapter runs as documented above."""
+
+    def polled(self, poll: Poll) -> None:
+        """Called with each poll before the adapter follows its jobs."""
+        ...
+
+    def running(self, entry: RunningJob, base: int | None) -> RunningJob:
+        """The view's entry of a running job (``base``: its base job, None if not the
+        adapter's); the wrapper may show it otherwise (at a fixed size)."""
+        ...
+
+    def extensions(self, spec: JobSpec, base: int) -> tuple[str, str]:
+        """The OAR name of a job's extension jobs, and the user they must belong to ("":
+        any), to find those nobody learnt the ids of."""
+        ...
+
+    def tell_size(self, job: Collection, size: int) -> None:
+        """Tell a running job its size (instead of the adapter's file)."""
+        ...
+
+
 @dataclass(slots=True)
-class _Mine:
-    """A job this adapter submitted: its base job and its extension jobs."""
+class Collection:
+    """A job this adapter follows (submitted, or placed by a wrapper): its base job and
+    its extension jobs. Public for the wrapper that resizes jobs its own way
+    (:class:`OarHooks`); only the adapter's methods change it."""
 
     spec: JobSpec
     base: int | None
@@ -110,7 +138,7 @@ class _Mine:
 
 
 @dataclass
-class OarCluster:
+class OarCluster(Observed[Poll]):
     """One OAR site (see the module docstring)."""
 
     kind: ClassVar[str] = "oar"
@@ -128,7 +156,7 @@ class OarCluster:
     capabilities: frozenset[Capability] = frozenset({Capability.SHRINK, Capability.EXPAND})
     last_view: ClusterView | None = None
     sleep: Callable[[float], None] = time.sleep
-    _mine: dict[str, _Mine] = field(default_factory=dict)
+    _mine: dict[str, Collection] = field(default_factory=dict)
     _events: EventLog = field(default_factory=EventLog)
     _poll: SharedPoll[Poll] = field(init=False)
     _abandoned: set[str] = field(default_factory=set)
@@ -138,6 +166,8 @@ class OarCluster:
     """One entry per managed job found on dead nodes: its job, OAR job ids, the dead
     nodes, and what was done (``shed``: extensions deleted; ``failed``: its base job's node
     died)."""
+    hooks: OarHooks | None = None
+    """A wrapper's additions (:class:`OarHooks`)."""
 
     def __post_init__(self) -> None:
         self._poll = SharedPoll(lambda: self.refresh())  # looked up at each call
@@ -147,6 +177,8 @@ class OarCluster:
     def refresh(self) -> None:
         """Take one observation now."""
         poll = self.ctl.poll()
+        if self.hooks is not None:
+            self.hooks.polled(poll)
         self._cancel_abandoned(poll)
         self._follow_all(poll, self.clock.now())
         self._poll.taken(poll)
@@ -182,23 +214,8 @@ class OarCluster:
         with self._abandoned_lock:
             self._abandoned.difference_update(gone)
 
-    def _stale(self) -> None:
-        self._poll.stale()
-
-    def invalidate(self) -> None:
-        self._stale()
-
     def close(self) -> None:
         self.ctl.runner.close()
-
-    def drain_events(self) -> Sequence[JobEvent]:
-        """New events, oldest first (:class:`~malleable.adapters.observing.EventLog`)."""
-        self._poll.use("drain")
-        return self._events.drain()
-
-    def observe(self) -> ClusterView:
-        self.last_view = self._view(self._poll.use("observe"))
-        return self.last_view
 
     def _view(self, poll: Poll) -> ClusterView:
         usable = {n.address for n in poll.nodes if n.usable}
@@ -233,7 +250,13 @@ class OarCluster:
         return ClusterView(self.name, len(usable), max(0, idle), self.reserve,
                            MappingProxyType(running), pending, self.speed)
 
-    def _running(self, job: OarJob, mine: _Mine | None) -> RunningJob:
+    def _running(self, job: OarJob, mine: Collection | None) -> RunningJob:
+        entry = self._entry(job, mine)
+        if self.hooks is None:
+            return entry
+        return self.hooks.running(entry, None if mine is None else mine.base)
+
+    def _entry(self, job: OarJob, mine: Collection | None) -> RunningJob:
         start = self.clock.from_epoch(job.start_time or 0.0)
         if mine is not None and not mine.finished:
             return RunningJob(mine.spec, self.name, mine.size or len(job.nodes), start, True)
@@ -264,7 +287,7 @@ class OarCluster:
         if missing:
             self._settle_missing(missing, now)
 
-    def _dead_nodes(self, mine: _Mine, base: OarJob, by_id: dict[int, OarJob],
+    def _dead_nodes(self, mine: Collection, base: OarJob, by_id: dict[int, OarJob],
                     dead: dict[str, str], now: float) -> bool:
         """Deal with the job's OAR jobs on dead nodes (see the module docstring); True
         when the job ended (its base job's node died)."""
@@ -279,7 +302,7 @@ class OarCluster:
             self.ctl.delete(ids)
             self._failure(mine, ids, lost, "failed")
             self._emit(mine, JobEvent(now, mine.spec.id, JobState.FAILED, 0, reason, True))
-            self._released(mine, mine.extensions)
+            self.released(mine, mine.extensions)
             mine.finished, mine.size = True, 0
             return True
         gone = [e for e in mine.extensions
@@ -290,11 +313,11 @@ class OarCluster:
                            "running on without them", self.name, mine.spec.id,
                            ",".join(lost), " ".join(map(str, gone)))
             self.ctl.delete(gone)
-            self._released(mine, gone)
+            self.released(mine, gone)
             self._failure(mine, gone, lost, "shed")
         return False
 
-    def _failure(self, mine: _Mine, ids: Sequence[int], lost: Sequence[str],
+    def _failure(self, mine: Collection, ids: Sequence[int], lost: Sequence[str],
                  action: str) -> None:
         entry: dict[str, object] = {"job": mine.spec.id, "oar_ids": list(ids),
                                     "dead": ",".join(lost), "action": action}
@@ -308,23 +331,37 @@ class OarCluster:
         self.node_failures.extend(dict(entry) for entry in entries)
 
     def _adopt_orphans(self, poll: Poll) -> None:
-        """Extension jobs OAR accepted although their submission timed out: found by name."""
-        names = {self._name(m.spec) + "+": m for m in self._mine.values()
-                 if not m.finished and m.base is not None}
+        """Extension jobs OAR accepted although their submission timed out (or whose answer
+        was lost, or a restart came): found by name (and owner, with :attr:`hooks`)."""
+        names: dict[str, tuple[str, Collection]] = {}
+        for m in self._mine.values():
+            if not m.finished and m.base is not None:
+                name, owner = self._extensions_of(m.spec, m.base)
+                names[name] = (owner, m)
         known = {e for m in self._mine.values() for e in (*m.extensions, *m.released)}
         for job in poll.jobs:
-            mine = names.get(job.name)
-            if mine is not None and job.job_id not in known and not job.state.finished:
+            named = names.get(job.name)
+            if named is None:
+                continue
+            owner, mine = named
+            if ((not owner or job.owner == owner) and job.job_id not in known
+                    and not job.state.finished):
                 logger.info("%s: OAR job %d is an extension of %s", self.name, job.job_id,
                             mine.spec.id)
                 mine.extensions.append(job.job_id)
-                self._journal_extensions(mine, added=[job.job_id])
+                self.journal_extensions(mine, added=[job.job_id])
 
-    def _size(self, mine: _Mine, base: OarJob, by_id: dict[int, OarJob]) -> int:
+    def _extensions_of(self, spec: JobSpec, base: int) -> tuple[str, str]:
+        """The name of a job's extension jobs and the user they must belong to ("": any)."""
+        if self.hooks is not None:
+            return self.hooks.extensions(spec, base)
+        return self._name(spec) + "+", ""
+
+    def _size(self, mine: Collection, base: OarJob, by_id: dict[int, OarJob]) -> int:
         exts = (by_id[e] for e in mine.extensions if e in by_id)
         return len(base.nodes) + sum(len(e.nodes) for e in exts if e.state_raw == "Running")
 
-    def _follow(self, mine: _Mine, base: OarJob, by_id: dict[int, OarJob], now: float) -> None:
+    def _follow(self, mine: Collection, base: OarJob, by_id: dict[int, OarJob], now: float) -> None:
         state = base.state
         if state is JobState.UNKNOWN:
             logger.warning("%s: job %d is in state %r, which the adapter does not know",
@@ -348,7 +385,7 @@ class OarCluster:
             self._emit(mine, JobEvent(now, mine.spec.id, JobState.RUNNING, size))
             mine.size = size
 
-    def _extensions_settled(self, mine: _Mine, by_id: dict[int, OarJob]) -> bool:
+    def _extensions_settled(self, mine: Collection, by_id: dict[int, OarJob]) -> bool:
         """Whether the start can be reported: every start-time extension runs or ended.
         Those still waiting ``grow_wait`` (+ per node) after the base started are
         deleted (as a grow's late extensions are) and the start goes on without them."""
@@ -364,10 +401,10 @@ class OarCluster:
                        "%.0f s of its base job", self.name, len(waiting),
                        len(mine.extensions), mine.spec.id, wait)
         self.ctl.delete(waiting)
-        self._released(mine, waiting)
+        self.released(mine, waiting)
         return True
 
-    def _end(self, mine: _Mine, job: OarJob, now: float) -> None:
+    def _end(self, mine: Collection, job: OarJob, now: float) -> None:
         if not mine.started and job.start_time is not None and job.nodes:
             start = self._clamp(job.start_time, mine.submitted, now)
             self._emit(mine, JobEvent(start, mine.spec.id, JobState.RUNNING, len(job.nodes)))
@@ -380,7 +417,7 @@ class OarCluster:
             self.ctl.delete(mine.extensions)
             mine.extensions = []
 
-    def _settle_missing(self, missing: list[_Mine], now: float) -> None:
+    def _settle_missing(self, missing: list[Collection], now: float) -> None:
         """Base jobs gone from oarstat's list: their end from ``oarstat -fJ -j``."""
         ids = [m.base for m in missing if m.base is not None]
         try:
@@ -397,22 +434,23 @@ class OarCluster:
                                           f"OAR does not know job {mine.base}"))
                 mine.finished = True
 
-    def _emit(self, mine: _Mine, event: JobEvent) -> None:
+    def _emit(self, mine: Collection, event: JobEvent) -> None:
         mine.changed = max(mine.changed, event.time)
         self._events.append(event)
         if event.state is JobState.RUNNING:
             self._tell_size(mine, event.size)
 
-    def _tell_size(self, mine: _Mine, size: int) -> None:
-        """Write the size the job has in OAR where its payload reads it."""
+    def _tell_size(self, mine: Collection, size: int) -> None:
+        """Write the size the job has in OAR where its payload reads it (or have the
+        :attr:`hooks` tell it)."""
+        if self.hooks is not None:
+            self.hooks.tell_size(mine, size)
+            return
         try:
             self.ctl.write(f"{self._script(mine.spec)}.size", f"{size}\n")
         except ExternalError as exc:
             logger.warning("%s: cannot tell %s its size %d: %s", self.name, mine.spec.id, size,
                            exc)
-
-    def _clamp(self, epoch: float | None, low: float, high: float) -> float:
-        return clamp_epoch(self.clock, epoch, low, high)
 
     # ------------------------------------------------------------ acting
 
@@ -449,7 +487,7 @@ class OarCluster:
             self.journal.native_submitted(self.name, spec.id, base)
         if size > base_size:
             mine.extensions = self._extend(spec, base, size - base_size)
-            self._journal_extensions(mine, added=mine.extensions)
+            self.journal_extensions(mine, added=mine.extensions)
         logger.info("%s: submitted %s as OAR job %d (%d nodes + %d extensions)", self.name,
                     spec.id, base, base_size, len(self._mine[spec.id].extensions))
         return base_size + len(self._mine[spec.id].extensions)
@@ -473,23 +511,54 @@ class OarCluster:
             mine.extensions, mine.released = self.journal.extensions(self.name, spec.id)
 
     def _track(self, spec: JobSpec, native_id: int | None, *, requested: int = 0,
-               started: bool = False, size: int = 0, since: float | None = None) -> _Mine:
+               started: bool = False, size: int = 0, since: float | None = None) -> Collection:
         now = self.clock.now() if since is None else since
-        mine = _Mine(spec, native_id, requested or size, now, size=size, started=started,
+        mine = Collection(spec, native_id, requested or size, now, size=size, started=started,
                      changed=now)
         self._mine[spec.id] = mine
         return mine
 
-    def _released(self, mine: _Mine, gone: Sequence[int]) -> None:
+    def collection(self, job_id: str) -> Collection | None:
+        """The base and extension jobs of a job this adapter follows (None: not followed)."""
+        return self._mine.get(job_id)
+
+    def of_base(self, base: int) -> Collection | None:
+        """The unfinished job whose base job is ``base`` (None: none)."""
+        return next((m for m in self._mine.values() if m.base == base and not m.finished),
+                    None)
+
+    def resized(self, mine: Collection, size: int) -> None:
+        """A wrapper resized a running job (its extension jobs already recorded with
+        :meth:`extended` / :meth:`released`): its size is ``size`` (a job event says so)."""
+        mine.size = size
+        self._emit(mine, JobEvent(self.clock.now(), mine.spec.id, JobState.RUNNING, size))
+
+    def extended(self, mine: Collection, added: Sequence[int]) -> None:
+        """A wrapper's extension jobs of a job now run: counted as the job's (journal them
+        with :meth:`journal_extensions`, before the wait if a restart may come)."""
+        mine.extensions.extend(added)
+
+    def forget(self, job_ids: Iterable[str]) -> None:
+        """Stop keeping finished jobs and their node failures (the journal keeps them)."""
+        gone = set(job_ids)
+        for job_id in gone:
+            mine = self._mine.get(job_id)
+            if mine is not None and mine.finished:
+                del self._mine[job_id]
+        self.node_failures = [e for e in self.node_failures if e.get("job") not in gone]
+
+    def released(self, mine: Collection, gone: Sequence[int]) -> None:
         """Extension jobs just deleted: no longer the job's, remembered (and journaled) as
         released so that OAR still listing them is never taken for live ones."""
         gone = list(gone)
         mine.extensions = [e for e in mine.extensions if e not in gone]
         mine.released.extend(gone)
-        self._journal_extensions(mine, released=gone)
+        self.journal_extensions(mine, released=gone)
 
-    def _journal_extensions(self, mine: _Mine, added: Sequence[int] = (),
-                            released: Sequence[int] = ()) -> None:
+    def journal_extensions(self, mine: Collection, added: Sequence[int] = (),
+                           released: Sequence[int] = ()) -> None:
+        """Journal extension jobs submitted (before they run: a restart may come) or let
+        go of, without changing what the adapter counts."""
         if self.journal is None:
             return
         if added:
@@ -502,7 +571,7 @@ class OarCluster:
         return None if mine is None else mine.base
 
     def offer_grow(self, job_id: str, offer: int) -> int:
-        mine = self._resizable(job_id)
+        mine = self.resizable(job_id)
         if mine is None or offer <= 0 or Capability.EXPAND not in self.capabilities:
             return 0
         accepted = mine.spec.accepts(mine.size, offer)
@@ -510,9 +579,9 @@ class OarCluster:
             return 0
         self._stale()
         new = self._extend(mine.spec, mine.base, accepted)
-        self._journal_extensions(mine, added=new)  # before the wait: a restart may come
+        self.journal_extensions(mine, added=new)  # before the wait: a restart may come
         wait = self.grow_wait + self.grow_wait_per_node * len(new)
-        running = self._await_running(new, wait)
+        running = self.await_running(new, wait)
         late = [e for e in new if e not in running]
         if late:
             self.ctl.delete(late)
@@ -520,13 +589,15 @@ class OarCluster:
             logger.warning("%s: %d of %d extensions of %s did not start within %.0f s",
                            self.name, len(late), len(new), job_id, wait)
         mine.extensions.extend(running)
-        self._journal_extensions(mine, released=late)
+        self.journal_extensions(mine, released=late)
         if running:
             mine.size += len(running)
             self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, mine.size))
         return len(running)
 
-    def _await_running(self, ids: list[int], wait: float) -> list[int]:
+    def await_running(self, ids: list[int], wait: float) -> list[int]:
+        """Wait up to ``wait`` seconds until OAR runs (or ends) the jobs ``ids``: those
+        running then."""
         deadline = time.monotonic() + wait
         while ids:
             jobs = {j.job_id: j for j in self.ctl.jobs(ids)}
@@ -538,7 +609,7 @@ class OarCluster:
         return []
 
     def request_shrink(self, job_id: str, amount: int, mandatory: bool) -> int:
-        mine = self._resizable(job_id)
+        mine = self.resizable(job_id)
         if mine is None or amount <= 0 or Capability.SHRINK not in self.capabilities:
             return 0
         released = min(mine.spec.releases(mine.size, amount), len(mine.extensions))
@@ -547,7 +618,7 @@ class OarCluster:
         self._stale()
         gone = mine.extensions[-released:]
         self.ctl.delete(gone)
-        self._released(mine, gone)
+        self.released(mine, gone)
         mine.size -= released
         self._emit(mine, JobEvent(self.clock.now(), job_id, JobState.RUNNING, mine.size))
         return released
@@ -558,7 +629,8 @@ class OarCluster:
             self._stale()
             self.ctl.delete([mine.base, *mine.extensions])
 
-    def _resizable(self, job_id: str) -> _Mine | None:
+    def resizable(self, job_id: str) -> Collection | None:
+        """A job that may be resized now: followed, running, malleable (None: not now)."""
         mine = self._mine.get(job_id)
         if (mine is None or mine.base is None or not mine.started or mine.finished
                 or not mine.spec.malleable):
