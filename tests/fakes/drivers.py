@@ -283,7 +283,14 @@ def testbed_driver(testbed: Any, workdir: Path, rest: bool = False) -> TestbedDr
     (through slurmrestd with ``rest``: the config holds no SSH key)."""
     from malleable import kinds
     from malleable.config import load_config
+    from tests.fakes.waits import clear_selection
 
+    if not rest:  # (REST declares no EXPAND on 22.05: it makes no hand-over)
+        # The contract's previous driver on this testbed may have left Slurm 22.05's
+        # select/linear bug behind (a hand-over, a shrink, a job on the released node, both
+        # cancelled: docs/slurm.md); seen in CI as site-slurm-testbed's grow refused for
+        # "Resources" with a node idle, right after slurm-testbed's run of the same test.
+        clear_selection(testbed, "vu")
     path = workdir / "clusters.toml"
     path.write_text(testbed.config_toml(rest=rest))
     config = load_config(path).site("vu")
