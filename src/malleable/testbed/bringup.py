@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import shutil
 import socket
 import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import malleable.testbed.accounts as accounts
@@ -40,6 +42,12 @@ logger = logging.getLogger(__name__)
 POLL = 1.0
 COMPOSE_UP_TIMEOUT = 600.0
 CANCEL_WAIT = 30.0
+#: The published sshd ports are drawn from here up to the kernel's ephemeral range.
+PORT_FLOOR = 20000
+#: How often ``compose up`` chooses the ports again when one was taken meanwhile.
+PORT_RETRIES = 2
+#: What Docker says when a port it should publish is bound already.
+PORT_TAKEN = "port is already allocated"
 #: Node states of a healthy node that may be running jobs (sinfo %T, lowercase).
 USABLE = frozenset({"idle", "allocated", "mixed", "completing"})
 
@@ -73,27 +81,78 @@ def prepare(tb: Testbed, topology: Topology, image: str, slurm: str = versions.D
     dbd.write_text(render_slurmdbd_conf(dbd_tpl, dbpass), encoding="utf-8")
     dbd.chmod(0o600)
     secrets.write_known_hosts(st.secrets, _internal_names(topology))
-    doc = compose_project(topology, tb.name, image, st.path,
-                          dict(zip((s.name for s in topology.sites),
-                                   free_ports(len(topology.sites)), strict=True)))
-    st.compose_file.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    write_compose(tb, topology, image)
     write_record(st, Record(tb.name, tb.project, topology, image, slurm))
 
 
-def free_ports(count: int, host: str = info.PUBLISH_HOST) -> list[int]:
-    """``count`` distinct TCP ports free on ``host`` now (the kernel's choice), for the
-    controllers' published sshd. Another process could take one before compose binds it:
-    then ``compose up`` fails with "port is already allocated" and the bring-up says so."""
+def write_compose(tb: Testbed, topology: Topology, image: str) -> None:
+    """The compose file, each controller's sshd published on a port free now."""
+    doc = compose_project(topology, tb.name, image, tb.state.path,
+                          dict(zip((s.name for s in topology.sites),
+                                   free_ports(len(topology.sites)), strict=True)))
+    tb.state.compose_file.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+
+
+def free_ports(count: int, host: str = info.PUBLISH_HOST,
+               span: tuple[int, int] | None = None) -> list[int]:
+    """``count`` distinct TCP ports free on ``host`` now, for the controllers' published sshd.
+
+    They are drawn at random from ``span`` (default: from PORT_FLOOR up to the kernel's
+    ephemeral range), not left to the kernel: the kernel's choice is in its ephemeral
+    range, which is also where Docker picks the ports it publishes itself (slurmrestd's),
+    so another testbed coming up at the same time could be given the same port between
+    this choice and ``compose up`` (CI saw "Bind for 127.0.0.1:32785 failed: port is
+    already allocated"). Something else may still take a port first: ``up`` then chooses
+    again (``PORT_RETRIES``)."""
+    low, high = span or (PORT_FLOOR, _ephemeral_start())
+    if span is None and high - low < 100 * count:  # no room below it: the kernel's choice
+        low, high = 0, 0
     held: list[socket.socket] = []
+    draw = random.Random()
     try:
-        for _ in range(count):
+        for _ in range(50 * count):
+            if len(held) == count:
+                break
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                sock.bind((host, draw.randrange(low, high) if high else 0))
+            except OSError:
+                sock.close()
+                continue
             held.append(sock)
-            sock.bind((host, 0))
+        if len(held) < count:
+            raise ExternalError(f"found only {len(held)} of {count} free TCP ports on {host} "
+                                f"in {low}-{high}; free some, or take testbeds down")
         return [sock.getsockname()[1] for sock in held]
     finally:
         for sock in held:
             sock.close()
+
+
+def _ephemeral_start(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> int:
+    """The first port of the kernel's ephemeral range (32768 when it cannot be read)."""
+    try:
+        return int(path.read_text(encoding="ascii").split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def compose_up(tb: Testbed, topology: Topology, image: str) -> None:
+    """``compose up``; when a published port was taken since it was chosen, choose the
+    ports again and retry (at most PORT_RETRIES times), saying so in the log."""
+    for attempt in range(PORT_RETRIES + 1):
+        try:
+            tb.docker.compose(tb.project, str(tb.state.compose_file), "up", "--detach",
+                              "--remove-orphans", timeout=COMPOSE_UP_TIMEOUT)
+            return
+        except ExternalError as exc:
+            if PORT_TAKEN not in str(exc) or attempt == PORT_RETRIES:
+                raise
+            logger.warning("testbed %s: a published port was taken since it was chosen "
+                           "(%s); choosing again", tb.name, PORT_TAKEN)
+            tb.docker.compose(tb.project, str(tb.state.compose_file), "down",
+                              "--remove-orphans", timeout=COMPOSE_UP_TIMEOUT, check=False)
+            write_compose(tb, topology, image)
 
 
 def _internal_names(topology: Topology) -> list[str]:
@@ -152,8 +211,7 @@ def up(tb: Testbed, topology: Topology, *, base_image: str | None, rebuild: bool
         report("images", 1, 1)
         prepare(tb, topology, image, slurm)
         report("containers", 0, 1)
-        tb.docker.compose(tb.project, str(tb.state.compose_file), "up", "--detach",
-                          "--remove-orphans", timeout=COMPOSE_UP_TIMEOUT)
+        compose_up(tb, topology, image)
     wait_ready(tb, topology, time.monotonic() + timeout, report, settled)
     if settled != USABLE:  # a fresh testbed: its accounting is empty
         accounts.setup(tb, [s.name for s in topology.sites if s.kind == "slurm"])
