@@ -39,7 +39,15 @@ def commands(site):
 def run_site(site, ctl, context):
     return ToyCluster(site, ctl, context.run_id)
 
-KIND = AdapterKind("toy", {"commands": "toyplug:commands", "run": "toyplug:run_site"})
+SUBMITTED = []
+
+def submit_copy(sub, tag, target):
+    if sub.min_size > 4:
+        raise ValueError("toy sites take 4 nodes at most")
+    return lambda: SUBMITTED.append((target.site, tag.min_size, tag.sub)) or 41
+
+KIND = AdapterKind("toy", {"commands": "toyplug:commands", "run": "toyplug:run_site",
+                           "submit": "toyplug:submit_copy"})
 '''
 
 
@@ -84,3 +92,25 @@ def test_an_unknown_kind_lists_the_valid_ones() -> None:
         parse_config({"clusters": {"lab": {"kind": "pbs"}}})
     with pytest.raises(InputError, match="unknown kind 'pbs'; valid: slurm, oar"):
         kinds.kind("pbs")
+
+
+def test_malleable_submit_asks_the_kind_for_its_copy(toy: Path) -> None:
+    """``malleable submit`` submits a copy through its kind's ``submit`` builder (no branch on
+    the kind): the toy plug-in's copy, not an ``sbatch`` through the runner; every copy is
+    made (checked) before any is submitted."""
+    from malleable.adapters.shell import LocalRunner
+    from malleable.site.submit import Submission, Target, submit_to
+
+    class NoRun(LocalRunner):
+        def run(self, *args: object, **kw: object) -> object:
+            raise AssertionError("the toy kind's copy runs no command here")
+
+    sub = Submission(2, 4, ("./app",))
+    shown, ids = submit_to(sub, [Target(NoRun(), "alice", "lab", "toy")])
+    import toyplug  # type: ignore[import-not-found]
+
+    assert (shown, ids) == ("41", [41])
+    assert [(site, size) for site, size, _ in toyplug.SUBMITTED] == [("lab", 2)]
+    with pytest.raises(ValueError, match="4 nodes at most"):
+        submit_to(Submission(5, 6, ("./app",)), [Target(NoRun(), "alice", "lab", "toy")])
+    assert len(toyplug.SUBMITTED) == 1
