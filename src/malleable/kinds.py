@@ -151,6 +151,18 @@ def kind(name: str, source: str | None = None) -> AdapterKind:
     return loaded
 
 
+def with_use(use: str) -> list[str]:
+    """The kinds that have a builder for ``use`` (a plug-in that fails to load is left out)."""
+    able = []
+    for name in names():
+        try:
+            if use in kind(name).builders:
+                able.append(name)
+        except InputError:
+            continue
+    return able
+
+
 def builder(kind_name: str, use: str, what: str = "") -> Any:
     """The builder of ``use`` for a kind (InputError when the kind has none: ``what`` says
     who asked, e.g. "the site service")."""
