@@ -106,7 +106,7 @@ class SiteConfig:
 
     name: str
     ssh: SSHTarget | None = None
-    kind: str = "slurm"
+    kind: str = kinds.DEFAULT
     nodes: int | None = None
     partition: str | None = None
     reserve: int = 0
