@@ -106,7 +106,7 @@ class SiteConfig:
 
     name: str
     ssh: SSHTarget | None = None
-    kind: str = "slurm"
+    kind: str = kinds.DEFAULT
     nodes: int | None = None
     partition: str | None = None
     reserve: int = 0
@@ -224,7 +224,7 @@ class _Where:
         path = f"clusters.{name}"
         self.only(raw, _SITE_KEYS, path)
         nodes = raw.get("nodes")
-        kind = self.text(raw, "kind", path) if "kind" in raw else "slurm"
+        kind = self.text(raw, "kind", path) if "kind" in raw else kinds.DEFAULT
         if kind not in kinds.BUILTIN and kind not in kinds.names():  # plug-ins: looked up
             raise self.fail(f"{path}.kind",
                             f"unknown kind {kind!r}; valid: {', '.join(kinds.names())}")
@@ -253,8 +253,10 @@ class _Where:
         )
 
     def rest(self, raw: dict[str, Any], path: str, kind: str) -> RestTarget:
-        if kind != "slurm":
-            raise self.fail(f"{path}.transport", 'transport = "rest" is for Slurm sites only')
+        if not kinds.has_transport(kind, "rest"):
+            able = " and ".join(kinds.label(k) for k in kinds.names()
+                                if kinds.has_transport(k, "rest"))
+            raise self.fail(f"{path}.transport", f'transport = "rest" is for {able} sites only')
         ssh = [k for k in _SSH_KEYS if k in raw]
         if ssh:
             raise self.fail(f"{path}.{ssh[0]}", 'not for transport = "rest" (no SSH is used)')

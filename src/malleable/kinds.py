@@ -18,6 +18,14 @@ never imports paramiko and this module imports no adapter):
     ``builder(site, ctl, context) -> ResourceManager``: a site of CooRM's real mode.
 ``coorm_busy``
     ``reader(cid, site, now, offset, managed) -> [Busy]``: CooRM's view of that site.
+``submit``
+    ``copy(sub, tag, target) -> submit``: ``malleable submit``'s copy of a job on a site of
+    the kind; making it checks everything (InputError), calling ``submit()`` submits it and
+    returns the site's job id (:func:`malleable.site.submit.submit_to`).
+``testbed``
+    The kind's :class:`~malleable.testbed.sitekinds.TestbedKind` (an object, not a
+    builder): its containers, configuration, node states, diagnostics and clusters-config
+    keys in ``malleable testbed`` (:mod:`malleable.testbed.sitekinds`).
 
 A third-party adapter is a package with one entry point in the group, naming its
 :class:`AdapterKind` (``[project.entry-points."malleable.adapters"] pbs =
@@ -43,7 +51,7 @@ logger = logging.getLogger(__name__)
 GROUP = "malleable.adapters"
 
 #: The uses a kind may have a builder for (see the module docstring).
-USES = ("commands", "run", "serve", "coorm", "coorm_busy")
+USES = ("commands", "run", "serve", "coorm", "coorm_busy", "submit", "testbed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +93,8 @@ SLURM = AdapterKind("slurm", MappingProxyType({
     "serve": "malleable.site.assembly:slurm_site",
     "coorm": "malleable.coorm.real:slurm_site",
     "coorm_busy": "malleable.coorm.real:slurm_busy",
+    "submit": "malleable.site.submit:slurm_copy",
+    "testbed": "malleable.testbed.sitekinds:SLURM",
 }), "Slurm", MappingProxyType({"rest": "malleable.adapters.slurm.sites:rest_ctl"}))
 
 OAR = AdapterKind("oar", MappingProxyType({
@@ -93,11 +103,16 @@ OAR = AdapterKind("oar", MappingProxyType({
     "serve": "malleable.site.assembly:oar_site",
     "coorm": "malleable.coorm.real:oar_site",
     "coorm_busy": "malleable.coorm.real:oar_busy",
+    "submit": "malleable.site.submit:oar_copy",
+    "testbed": "malleable.testbed.sitekinds:OAR",
 }), "OAR")
 
 #: Built-in kinds (also declared as entry points in pyproject.toml), in the order messages
 #: list them.
 BUILTIN: dict[str, AdapterKind] = {SLURM.name: SLURM, OAR.name: OAR}
+
+#: The kind of a site whose config names none (``kind`` is optional in a clusters config).
+DEFAULT = SLURM.name
 
 
 def _plugins() -> dict[str, str]:
@@ -134,6 +149,18 @@ def kind(name: str, source: str | None = None) -> AdapterKind:
         raise InputError(f"adapter kind {name!r} ({plugins[name]}) is not an AdapterKind "
                          f"named {name!r}", source=source)
     return loaded
+
+
+def with_use(use: str) -> list[str]:
+    """The kinds that have a builder for ``use`` (a plug-in that fails to load is left out)."""
+    able = []
+    for name in names():
+        try:
+            if use in kind(name).builders:
+                able.append(name)
+        except InputError:
+            continue
+    return able
 
 
 def builder(kind_name: str, use: str, what: str = "") -> Any:
@@ -180,6 +207,12 @@ def build(use: str, site: Any, context: Context | None = None, ctl: Any = None,
     if ctl is None:
         ctl = commands(site, what)
     return make(site, ctl, context)
+
+
+def has_transport(kind_name: str, way: str) -> bool:
+    """Whether a kind's sites may be reached by transport ``way`` (``ssh`` for every kind;
+    InputError for an unknown kind)."""
+    return way == "ssh" or way in kind(kind_name).transports
 
 
 def label(kind_name: str) -> str:

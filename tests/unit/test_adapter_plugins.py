@@ -39,7 +39,26 @@ def commands(site):
 def run_site(site, ctl, context):
     return ToyCluster(site, ctl, context.run_id)
 
-KIND = AdapterKind("toy", {"commands": "toyplug:commands", "run": "toyplug:run_site"})
+SUBMITTED = []
+
+def submit_copy(sub, tag, target):
+    if sub.min_size > 4:
+        raise ValueError("toy sites take 4 nodes at most")
+    return lambda: SUBMITTED.append((target.site, tag.min_size, tag.sub)) or 41
+
+class ToyTestbed:
+    name, accounting, rest, default_image_only = "toy", False, False, False
+
+    def services(self, site, image, name, secrets, etc, port):
+        return {site.controller: {"image": image, "command": ["toy-server", site.name]}}
+
+    def config_keys(self, ep):
+        return (("toy_queue", "main"),)
+
+TESTBED = ToyTestbed()
+
+KIND = AdapterKind("toy", {"commands": "toyplug:commands", "run": "toyplug:run_site",
+                           "submit": "toyplug:submit_copy", "testbed": "toyplug:TESTBED"})
 '''
 
 
@@ -84,3 +103,48 @@ def test_an_unknown_kind_lists_the_valid_ones() -> None:
         parse_config({"clusters": {"lab": {"kind": "pbs"}}})
     with pytest.raises(InputError, match="unknown kind 'pbs'; valid: slurm, oar"):
         kinds.kind("pbs")
+
+
+def test_malleable_submit_asks_the_kind_for_its_copy(toy: Path) -> None:
+    """``malleable submit`` submits a copy through its kind's ``submit`` builder (no branch on
+    the kind): the toy plug-in's copy, not an ``sbatch`` through the runner; every copy is
+    made (checked) before any is submitted."""
+    from malleable.adapters.shell import LocalRunner
+    from malleable.site.submit import Submission, Target, submit_to
+
+    class NoRun(LocalRunner):
+        def run(self, *args: object, **kw: object) -> object:
+            raise AssertionError("the toy kind's copy runs no command here")
+
+    sub = Submission(2, 4, ("./app",))
+    shown, ids = submit_to(sub, [Target(NoRun(), "alice", "lab", "toy")])
+    import toyplug  # type: ignore[import-not-found]
+
+    assert (shown, ids) == ("41", [41])
+    assert [(site, size) for site, size, _ in toyplug.SUBMITTED] == [("lab", 2)]
+    with pytest.raises(ValueError, match="4 nodes at most"):
+        submit_to(Submission(5, 6, ("./app",)), [Target(NoRun(), "alice", "lab", "toy")])
+    assert len(toyplug.SUBMITTED) == 1
+
+
+def test_a_plugin_kind_with_a_testbed_side_is_a_testbed_site(toy: Path, tmp_path: Path) -> None:
+    """A third kind's testbed is its registry entry's ``testbed`` object: a topology may
+    name it, the compose file holds its services (and no accounting service: it has none),
+    the clusters config its keys; a kind without a testbed side is refused."""
+    from malleable.testbed.clusters import render_clusters_toml
+    from malleable.testbed.compose import compose_project
+    from malleable.testbed.info import SiteEndpoint
+    from malleable.testbed.topology import parse_topology
+
+    topo = parse_topology('[sites.lab]\nnodes = 2\nkind = "toy"\n')
+    assert [(s.name, s.kind) for s in topo.sites] == [("lab", "toy")]
+    assert not topo.has_slurm and topo.total_containers == 3
+    doc = compose_project(topo, "t", "img", tmp_path)
+    assert doc["services"] == {"lab-ctl": {"image": "img", "command": ["toy-server", "lab"]}}
+    ep = SiteEndpoint(site="lab", slurm_cluster="", controller="lab-ctl", host="127.0.0.1",
+                      port=2222, address="10.0.0.2", user="malleable", key="k",
+                      known_hosts="kh", nodes=2, partition="", kind="toy")
+    text = render_clusters_toml("t", [ep])
+    assert 'kind = "toy"\ntoy_queue = "main"\nnodes = 2\n' in text
+    with pytest.raises(InputError, match="kind must be one of slurm, oar, toy"):
+        parse_topology('[sites.lab]\nnodes = 2\nkind = "pbs"\n')

@@ -178,8 +178,8 @@ def print_status(status: TestbedStatus) -> None:
 
 
 def _rest_cell(s: SiteStatus) -> str:
-    if s.kind != "slurm":
-        return "-"
+    """``URL health`` of a site's slurmrestd; ``-`` for a site without (its endpoint has no
+    REST URL and its status no REST health: an OAR site)."""
     url = s.endpoint.rest_url.removeprefix("http://") if s.endpoint else ""
     return f"{url} {s.rest}".strip() or "-"
 

@@ -106,6 +106,7 @@ class MpiJob:
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
     slurm_id: int | None = None
+    """The job's id in its resource manager (:attr:`native_id`, its neutral name)."""
     batch: str = ""
     nodes: list[tuple[str, str]] = field(default_factory=list)
     """(Slurm node, MPI host) per process, rank order: the batch host first."""
@@ -117,6 +118,16 @@ class MpiJob:
     def __post_init__(self) -> None:
         if self.resizer is None:
             self.resizer = Resizer(self.ctl)
+
+    @property
+    def native_id(self) -> int | None:
+        """The job's id in its resource manager, whatever its kind (Slurm's job id; an
+        OAR job's base job id): the field's neutral name, for the runners of other kinds."""
+        return self.slurm_id
+
+    @native_id.setter
+    def native_id(self, value: int | None) -> None:
+        self.slurm_id = value
 
     # ------------------------------------------------------------ paths
 

@@ -24,16 +24,16 @@ nodes share a container); the batch script puts the node whose host it runs on f
 from __future__ import annotations
 
 import logging
-import shlex
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Self
 
+from malleable.adapters.common import NoCommands
 from malleable.adapters.oar.ctl import OarCtl
 from malleable.adapters.oar.parse import OarJob
 from malleable.adapters.oar.payload import OarPayload
-from malleable.adapters.shell import CommandRunner, Result
+from malleable.adapters.shell import CommandRunner
 from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.errors import ExternalError
 from malleable.model import JobState
@@ -82,15 +82,8 @@ def oar_script(launch: Launch, run_root: str | None = None) -> str:
             .replace("$SLURM_JOB_ID", "$OAR_JOB_ID"))
 
 
-class _NoSlurm:
-    """The Slurm commands of an OAR job: none (any call is a bug, and says so)."""
-
-    def run(self, argv: Sequence[str], timeout: float, *, input: str | None = None,
-            check: bool = True) -> Result:
-        raise ExternalError(f"an OAR job ran a Slurm command: {shlex.join(argv)}")
-
-    def close(self) -> None:
-        return None
+#: What a Slurm command run by an OAR job says (any call is a bug).
+_NO_SLURM = "an OAR job ran a Slurm command"
 
 
 @dataclass
@@ -125,6 +118,15 @@ class OarMpiJob(MpiJob):
     script_dir: str = ".malleable/mpi"
     name: str = "mpi"
 
+    @classmethod
+    def make(cls, shell: NodeShell, launch: Launch, native_id: int | None = None,
+             **options: Any) -> Self:
+        """The job over ``shell`` (``oar=``: the site's OAR commands, required; ``native_id``:
+        its base job, when already submitted). The runner it extends is Slurm's: its Slurm
+        commands, which an OAR job does not have, refuse every call."""
+        return cls(SlurmCtl(NoCommands(_NO_SLURM)), shell, launch, slurm_id=native_id,
+                   **options)
+
     def __post_init__(self) -> None:
         if self.oar is None:
             raise ValueError("an OarMpiJob needs the site's OAR commands (oar=OarCtl)")
@@ -144,12 +146,12 @@ class OarMpiJob(MpiJob):
         self._ctl.write(path, oar_script(self.launch))
         self._ctl.mkdir(self.launch.workdir)  # OAR errs a job whose -O/-E it cannot create
         logs = f"{self.launch.workdir}/OAR.%jobid%"
-        (self.slurm_id,) = self._ctl.submit(
+        (self.native_id,) = self._ctl.submit(
             ["-n", self.name, "-l", f"nodes={size},walltime={self.walltime}",
              "-O", f"{logs}.stdout", "-E", f"{logs}.stderr", *options], f"bash {path}")
         logger.info("submitted %s as OAR job %d on %d nodes", self.launch.program,
-                    self.slurm_id, size)
-        return self.slurm_id
+                    self.native_id, size)
+        return self.native_id
 
     def _jobs(self, ids: Sequence[int]) -> dict[int, OarJob]:
         return {j.job_id: j for j in self._ctl.jobs(ids)}
@@ -158,9 +160,9 @@ class OarMpiJob(MpiJob):
         """The base job as :class:`MpiJob` reads it (None once OAR forgot it);
         ``patience`` is the Slurm runner's retry window, unused here (oarstat is asked
         once)."""
-        if self.slurm_id is None:
+        if self.native_id is None:
             return None
-        base = self._jobs([self.slurm_id]).get(self.slurm_id)
+        base = self._jobs([self.native_id]).get(self.native_id)
         if base is None:
             return None
         if base.state_raw == "Running" and not self._base_nodes:
@@ -179,7 +181,7 @@ class OarMpiJob(MpiJob):
         try:
             look = self.look()
         except ExternalError as exc:
-            logger.warning("job %s: oarstat failed (%s)", self.slurm_id, exc)
+            logger.warning("job %s: oarstat failed (%s)", self.native_id, exc)
             return None
         return look.state if look is not None else ""
 
@@ -210,22 +212,22 @@ class OarMpiJob(MpiJob):
 
     def _expand(self, target: int) -> list[str]:
         """Extension jobs toward ``target`` nodes; the nodes OAR gave them (maybe none)."""
-        if self.slurm_id is None:
+        if self.native_id is None:
             raise ExternalError("the job has not been submitted")
         count = target - len(self.nodes)
         if count <= 0:
             return []
         try:
-            ids = self._submit_extensions(self.slurm_id, count)
+            ids = self._submit_extensions(self.native_id, count)
         except ExternalError as exc:
-            logger.info("job %s: extensions refused: %s", self.slurm_id, exc)
+            logger.info("job %s: extensions refused: %s", self.native_id, exc)
             return []
         running = self._await_running(ids)
         late = [i for i in ids if i not in running]
         if late:
             self._delete_extensions(late)
             logger.warning("job %s: %d of %d extensions did not start within %.0f s",
-                           self.slurm_id, len(late), len(ids), self.grow_wait)
+                           self.native_id, len(late), len(ids), self.grow_wait)
         added = []
         for job_id, job in running.items():
             node = job.nodes[0]
@@ -264,9 +266,9 @@ class OarMpiJob(MpiJob):
 
     def cancel(self, timeout: float = 60.0) -> list[str]:
         """oardel the base job and its extensions; the processes left behind (none)."""
-        if self.slurm_id is None:
+        if self.native_id is None:
             return []
-        self._ctl.delete([self.slurm_id, *self.extensions.values()])
+        self._ctl.delete([self.native_id, *self.extensions.values()])
         deadline = self.clock() + timeout
         while self.clock() < deadline:
             look = self.look()
@@ -283,7 +285,7 @@ class OarMpiJob(MpiJob):
         if not host:
             return "no batch node known"
         rc = self.shell.read(host, f"{self.run_dir}/ch/mpirun_rc")
-        out = self.shell.read(host, f"{self.launch.workdir}/OAR.{self.slurm_id}.stderr") or ""
+        out = self.shell.read(host, f"{self.launch.workdir}/OAR.{self.native_id}.stderr") or ""
         return f"mpirun rc {rc.strip() if rc else 'none'}, stderr: {out.strip()[-500:]}"
 
 
@@ -293,4 +295,4 @@ def oar_mpi_job(oar: OarCtl, launch: Launch, home: str, **options: Any) -> OarMp
     runner: CommandRunner = oar.runner
     shell = OarNodeShell(runner, oar.timeout, shared=home.rstrip("/") + "/")
     shared = replace(launch, workdir=f"{home.rstrip('/')}/.malleable/run")
-    return OarMpiJob(SlurmCtl(_NoSlurm()), shell, shared, oar=oar, **options)
+    return OarMpiJob.make(shell, shared, oar=oar, **options)

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 
 from malleable.adapters.common import NoCommands
 from malleable.adapters.oar.ctl import OarCtl
-from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.errors import ExternalError
 from malleable.runner.launch import Launch
 from malleable.runner.oar import OarMpiJob
@@ -77,7 +76,7 @@ class AgentOarMpiJob(OarMpiJob):
             self._agent().call("release", ids=ids)
         except ChannelError as exc:  # they must not stay: deleted as oar
             logger.warning("job %s: the agent did not release %s (%s); deleting as oar",
-                           self.slurm_id, ids, str(exc)[:200])
+                           self.native_id, ids, str(exc)[:200])
             self._ctl.delete(ids)
         self.deleted.extend(ids)
 
@@ -88,7 +87,6 @@ def agent_mpi_job(oar: OarCtl, session: Session, base: int, grow_wait: float
     (the program and run directory are those the agent announced)."""
     launch = Launch(session.program, "", workdir=os.path.dirname(session.run_dir))
     shell = OarRelayShell(NoCommands(_NONE), oar.timeout, session=session)
-    # The runner's job takes its site's other commands first: an OAR site has none.
-    return AgentOarMpiJob(SlurmCtl(NoCommands(_NONE)), shell, launch, oar=oar, answer_timeout=60.0,
-                          done_timeout=120.0, grow_wait=grow_wait, slurm_id=base,
-                          seq=session.seq, session=session)
+    return AgentOarMpiJob.make(shell, launch, oar=oar, answer_timeout=60.0,
+                               done_timeout=120.0, grow_wait=grow_wait, native_id=base,
+                               seq=session.seq, session=session)

@@ -46,10 +46,11 @@ from __future__ import annotations
 import re
 import secrets
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from malleable import kinds
 from malleable.adapters.oar.ctl import OarCtl
 from malleable.adapters.oar.payload import hms
 from malleable.adapters.shell import CommandRunner
@@ -106,7 +107,7 @@ class Target:
     """The submitting user as the site sees them (local user, or the SSH user)."""
     site: str | None = None
     """None: the login node's own Slurm cluster."""
-    kind: str = "slurm"
+    kind: str = kinds.DEFAULT
     clusters: bool = True
     """Name the site to ``sbatch --clusters`` (a submission from another cluster's login
     node); False when the commands run on the site's own login node (SSH)."""
@@ -222,11 +223,19 @@ def submit_to(sub: Submission, targets: Sequence[Target]) -> tuple[str, list[int
     tag = check(sub)
     tag = tags.UserTag(tag.min_size, tag.max_size, tag.preferred, tag.app, tag.mpi,
                        secrets.token_hex(4), len(targets) if len(targets) > 1 else None)
-    names = {t.site: oar_name(sub, tag, t.site) for t in targets if t.kind == "oar"}
-    ids = [_oarsub(sub, names[t.site], t) if t.kind == "oar" else _sbatch(sub, tag, t)
-           for t in targets]
+    copies = [kinds.builder(t.kind, "submit", "--site")(sub, tag, t) for t in targets]
+    ids = [copy() for copy in copies]  # every copy checked (made) before any is submitted
     shown = str(ids[0]) if len(ids) == 1 else f"{targets[0].user}:{tag.sub}"
     return shown, ids
+
+
+#: A copy of a job for one target, checked: calling it submits it (the site's job id).
+Copy = Callable[[], int]
+
+
+def slurm_copy(sub: Submission, tag: tags.UserTag, target: Target) -> Copy:
+    """The registry's ``submit`` builder of ``slurm``: the held, tagged ``sbatch`` copy."""
+    return lambda: _sbatch(sub, tag, target)
 
 
 def _sbatch(sub: Submission, tag: tags.UserTag, target: Target) -> int:
@@ -257,6 +266,13 @@ def _submit_through(ctl: SlurmCtl, options: Sequence[str], text: str, site: str 
 
 
 # ---------------------------------------------------------------- OAR sites
+
+
+def oar_copy(sub: Submission, tag: tags.UserTag, target: Target) -> Copy:
+    """The registry's ``submit`` builder of ``oar``: the held ``oarsub`` copy named with the
+    compact tag (InputError now if OAR could not take the name)."""
+    name = oar_name(sub, tag, target.site)
+    return lambda: _oarsub(sub, name, target)
 
 
 def oar_name(sub: Submission, tag: tags.UserTag, site: str | None) -> str:

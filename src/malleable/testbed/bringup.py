@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING
 import malleable.testbed.accounts as accounts
 import malleable.testbed.images as images
 import malleable.testbed.info as info
-import malleable.testbed.oarconf as oarconf
 import malleable.testbed.secrets as secrets
+import malleable.testbed.sitekinds as sitekinds
 import malleable.testbed.versions as versions
 from malleable.errors import ExternalError, InputError
+from malleable.kinds import DEFAULT
 from malleable.testbed.compose import compose_project
-from malleable.testbed.slurmconf import PARTITION, render_slurm_conf, render_slurmdbd_conf
+from malleable.testbed.slurmconf import render_slurmdbd_conf
 from malleable.testbed.state import Record, read_record, write_record
 from malleable.testbed.topology import Topology
 
@@ -63,18 +64,10 @@ def prepare(tb: Testbed, topology: Topology, image: str, slurm: str = versions.D
         shutil.rmtree(st.path)
     st.path.mkdir(parents=True, mode=0o700)
     secrets.generate(st.secrets, tb.name)
-    slurm_tpl = (images.testbed_dir() / "slurm" / "slurm.conf.in").read_text(encoding="utf-8")
     dbd_tpl = (images.testbed_dir() / "slurm" / "slurmdbd.conf.in").read_text(encoding="utf-8")
     for site in topology.sites:
         (st.etc / site.name).mkdir(parents=True)
-        if site.kind == "oar":
-            settings = st.etc / site.name / "oar-settings"
-            settings.write_text(oarconf.render_settings(site, secrets.password(),
-                                                        secrets.password()), encoding="utf-8")
-            settings.chmod(0o600)
-            continue
-        (st.etc / site.name / "slurm.conf").write_text(render_slurm_conf(slurm_tpl, site),
-                                                       encoding="utf-8")
+        sitekinds.of(site.kind).write_config(site, st.etc / site.name, images.testbed_dir())
     (st.etc / "accounting").mkdir(parents=True)
     dbpass = (st.secrets / secrets.DB_PASS).read_text(encoding="ascii")
     dbd = st.etc / "accounting" / "slurmdbd.conf"
@@ -161,8 +154,7 @@ def _internal_names(topology: Topology) -> list[str]:
         names.append(site.controller)
         names.extend(site.compute_hosts())
         names.extend(site.node_names())
-        if site.kind == "oar":
-            names.extend(oarconf.node_ssh_names(site))
+        names.extend(sitekinds.of(site.kind).ssh_names(site))
     return names
 
 
@@ -214,7 +206,8 @@ def up(tb: Testbed, topology: Topology, *, base_image: str | None, rebuild: bool
         compose_up(tb, topology, image)
     wait_ready(tb, topology, time.monotonic() + timeout, report, settled)
     if settled != USABLE:  # a fresh testbed: its accounting is empty
-        accounts.setup(tb, [s.name for s in topology.sites if s.kind == "slurm"])
+        accounts.setup(tb, [s.name for s in topology.sites
+                            if sitekinds.of(s.kind).accounting])
     finalize(tb)
     return tb.status()
 
@@ -245,26 +238,10 @@ def wait_ready(tb: Testbed, topology: Topology, deadline: float, report: Progres
         _pause(tb, deadline, f"{ready} of {topology.total_nodes} nodes {'/'.join(sorted(settled))}")
 
 
-#: OAR's states of a healthy node, as the Slurm states ``wait_ready`` expects.
-_OAR_SETTLED = {"alive": "idle"}
-
-
 def node_states(tb: Testbed, site: str, kind: str) -> dict[str, str]:
-    """Node -> state (Slurm's words; an OAR node that is Alive counts as ``idle``).
-
-    OAR's Alive says nothing about jobs: the nodes of an OAR site with running jobs
-    show as ``idle`` too (``testbed status`` counts its jobs separately).
-    """
-    if kind == "oar":
-        result = tb.exec(site, oarconf.OARNODES_ARGS, timeout=30)
-        if not result.ok:
-            return {}
-        try:
-            states = oarconf.parse_node_states(result.stdout)
-        except ValueError:
-            return {}
-        return {n: _OAR_SETTLED.get(s, s) for n, s in states.items()}
-    return info.parse_sinfo(tb.exec(site, info.SINFO_ARGS, timeout=30).stdout)
+    """Node -> state (Slurm's words; an OAR node that is Alive counts as ``idle``): the
+    kind's :meth:`~malleable.testbed.sitekinds.TestbedKind.node_states`."""
+    return sitekinds.of(kind).node_states(tb, site)
 
 
 def _pause(tb: Testbed, deadline: float, what: str) -> None:
@@ -284,77 +261,45 @@ def _fail(tb: Testbed, what: str) -> None:
                         f"malleable testbed down --name {tb.name}")
 
 
-def _section(title: str, body: str) -> str:
-    return f"== {title}\n{body.rstrip()}\n"
-
-
-def _tail_logs(tb: Testbed, c: Container, pattern: str, lines: int = 30) -> str:
-    result = tb.exec(c.hostname, ["sh", "-c", f"tail -n {lines} {pattern}"], timeout=30)
-    return result.stdout + result.stderr
-
-
 def diagnostics(tb: Testbed) -> str:
     """Container states, sinfo and squeue of every site, and the ends of the daemons' logs."""
     found = tb.containers()
-    parts = [_section("containers", "\n".join(
+    parts = [sitekinds.section("containers", "\n".join(
         f"{c.hostname:16} {c.state:10} {c.health or '-':10} {c.address or '-'}" for c in found))]
     for c in found:
         if not c.running:
             logs = tb.docker.docker_cmd("logs", "--tail", "40", c.id, check=False)
-            parts.append(_section(f"{c.hostname}: docker logs", logs.stdout + logs.stderr))
+            parts.append(sitekinds.section(f"{c.hostname}: docker logs",
+                                           logs.stdout + logs.stderr))
             continue
-        kind = _kind(tb, c.site)
-        if c.role == "controller" and kind == "oar":
-            for argv in (("oarnodes", "-s"), ("oarstat",)):
-                r = tb.exec(c.hostname, argv, timeout=30)
-                parts.append(_section(f"{c.hostname}: {argv[0]}", r.stdout + r.stderr))
-            parts.append(_section(f"{c.hostname}: oar.log", _tail_logs(tb, c, "/var/log/oar.log")))
-        elif kind == "oar":
-            continue
-        elif c.role == "controller":
-            for argv in (("sinfo",), ("squeue",)):
-                r = tb.exec(c.hostname, argv, timeout=30)
-                parts.append(_section(f"{c.hostname}: {argv[0]}", r.stdout + r.stderr))
-            parts.append(_section(f"{c.hostname}: slurmctld.log",
-                                  _tail_logs(tb, c, "/var/log/slurm/slurmctld.log")))
-        elif c.role == "accounting":
-            parts.append(_section(f"{c.hostname}: slurmdbd.log",
-                                  _tail_logs(tb, c, "/var/log/slurm/slurmdbd.log")))
-        elif not c.healthy:
-            parts.append(_section(f"{c.hostname}: slurmd logs",
-                                  _tail_logs(tb, c, "/var/log/slurm/slurmd-*.log", 5)))
+        parts.extend(_kind(tb, c.site).diagnose(tb, c))
     return "\n".join(parts)
 
 
-def _kind(tb: Testbed, site: str | None) -> str:
+def _kind(tb: Testbed, site: str | None) -> sitekinds.TestbedKind:
+    """The testbed side of a container's site; the default kind's for the shared
+    accounting service (no site) or a site the record does not hold."""
     try:
-        return tb.record().topology.site(site).kind if site else "slurm"
+        return sitekinds.of(tb.record().topology.site(site).kind if site else DEFAULT)
     except InputError:
-        return "slurm"
+        return sitekinds.of(DEFAULT)
 
 
 def cancel_all_jobs(tb: Testbed, controllers: Iterable[Container], timeout: float) -> None:
-    """scancel every job on every Slurm site and wait (bounded) until the queues are empty.
-
-    OAR sites need none of this: their jobs' processes live in the site's containers.
-    """
-    running = [c for c in controllers if c.running and _kind(tb, c.site) == "slurm"]
-    for c in running:
-        tb.exec(c.hostname, ["scancel", "--partition", PARTITION], timeout=30)
+    """Cancel every job of every site (scancel on a Slurm site) and wait (bounded) until
+    the queues are empty (a kind's :meth:`~malleable.testbed.sitekinds.TestbedKind.cancel_jobs`
+    says whether to wait: OAR sites need none of this, their jobs' processes live in the
+    site's containers)."""
+    running = [c for c in controllers if c.running and _kind(tb, c.site).cancel_jobs(tb, c)]
     deadline = time.monotonic() + timeout
     while running:
-        running = [c for c in running if _has_jobs(tb, c)]
+        running = [c for c in running if _kind(tb, c.site).has_jobs(tb, c)]
         if running and time.monotonic() >= deadline:
             logger.warning("jobs still in the queue of %s after %.0f s",
                            ", ".join(c.hostname for c in running), timeout)
             return
         if running:
             time.sleep(POLL)
-
-
-def _has_jobs(tb: Testbed, controller: Container) -> bool:
-    r = tb.exec(controller.hostname, info.SQUEUE_ARGS, timeout=30)
-    return r.ok and bool(info.parse_squeue(r.stdout))
 
 
 def _remove_leftovers(tb: Testbed, found: list[Container]) -> None:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 
+from malleable.kinds import builder
 from malleable.testbed.info import SiteEndpoint
 
 #: Seconds per OAR command in a testbed's clusters config (the default, 30, is Slurm's).
@@ -67,11 +68,7 @@ def render_clusters_toml(testbed: str, endpoints: Iterable[SiteEndpoint],
                 lines.append(f"{key} = {_value(value)}")
             lines.append("")
             continue
-        names: tuple[tuple[str, str | int], ...] = (("kind", ep.kind),)
-        if ep.kind == "slurm":
-            names += (("slurm_cluster", ep.slurm_cluster), ("partition", ep.partition))
-        else:
-            names += (("command_timeout", OAR_COMMAND_TIMEOUT),)
+        names = (("kind", ep.kind), *builder(ep.kind, "testbed", "the testbed").config_keys(ep))
         for key, value in (*names, ("nodes", ep.nodes), ("host", ep.host),
                            ("port", ep.port), ("address", ep.address), ("user", ep.user),
                            ("key", ep.key), ("known_hosts", ep.known_hosts),

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from malleable.errors import InputError
+from malleable.kinds import builder
 from malleable.testbed.slurmconf import DBD_HOST
 from malleable.testbed.topology import Site, Topology
 
@@ -104,8 +105,8 @@ def _published(port: int | None) -> list[str]:
     return [f"127.0.0.1:{port or ''}:22"]
 
 
-def _oar_site_services(site: Site, image: str, name: str, secrets: Path, etc: Path,
-                       port: int | None = None) -> dict[str, dict[str, Any]]:
+def oar_site_services(site: Site, image: str, name: str, secrets: Path, etc: Path,
+                      port: int | None = None) -> dict[str, dict[str, Any]]:
     services: dict[str, dict[str, Any]] = {}
     home = home_mount(site)
     for host, nodes in site.layout().items():
@@ -124,10 +125,8 @@ def _oar_site_services(site: Site, image: str, name: str, secrets: Path, etc: Pa
     return services
 
 
-def _site_services(site: Site, image: str, name: str, secrets: Path, etc: Path,
-                   port: int | None = None) -> dict[str, dict[str, Any]]:
-    if site.kind == "oar":
-        return _oar_site_services(site, image, name, secrets, etc, port)
+def slurm_site_services(site: Site, image: str, name: str, secrets: Path, etc: Path,
+                        port: int | None = None) -> dict[str, dict[str, Any]]:
     services: dict[str, dict[str, Any]] = {}
     home = home_mount(site)
     for host, nodes in site.layout().items():
@@ -159,8 +158,8 @@ def compose_project(topology: Topology, name: str, image: str, state_dir: Path,
         dbd["hostname"] = DBD_HOST
         services[DBD_HOST] = dbd
     for site in topology.sites:
-        services.update(_site_services(site, image, name, secrets, etc,
-                                       (ports or {}).get(site.name)))
+        services.update(builder(site.kind, "testbed", "the testbed").services(
+            site, image, name, secrets, etc, (ports or {}).get(site.name)))
     doc: dict[str, Any] = {"version": "2.4", "services": services}
     volumes: dict[str, Any] = {home_volume(s): {} for s in topology.sites}
     if volumes:

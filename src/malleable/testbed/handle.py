@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from malleable.testbed.docker import Docker, Result
-from malleable.testbed.info import Container, TestbedStatus
+from malleable.testbed.info import Container, SiteEndpoint, TestbedStatus
 from malleable.testbed.state import Record, StateDir
 
 #: ``progress(phase, done, total)``: called while a long operation advances.
@@ -34,3 +34,5 @@ class TestbedHandle(Protocol):
     def status(self) -> TestbedStatus: ...
 
     def config_toml(self) -> str: ...
+
+    def rest_health(self, site: str, endpoint: SiteEndpoint | None) -> str: ...

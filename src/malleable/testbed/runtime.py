@@ -18,13 +18,13 @@ from pathlib import Path
 
 import malleable.testbed.clusters as clusters
 import malleable.testbed.info as info
-import malleable.testbed.oarconf as oarconf
+import malleable.testbed.sitekinds as sitekinds
 from malleable.errors import ExternalError, InputError
+from malleable.kinds import DEFAULT
 from malleable.testbed.compose import LABEL_TESTBED, check_name, project_name
 from malleable.testbed.docker import Docker, Result
 from malleable.testbed.handle import Progress
 from malleable.testbed.info import Container, SiteEndpoint, SiteStatus, TestbedStatus
-from malleable.testbed.slurmconf import PARTITION
 from malleable.testbed.state import Record, StateDir, read_record, state_root
 from malleable.testbed.topology import Topology
 from malleable.testbed.versions import DEFAULT as DEFAULT_SLURM
@@ -133,17 +133,13 @@ class Testbed:
             ctl = next((c for c in found if c.role == "controller" and c.site == site.name), None)
             if ctl is None or ctl.ssh_port is None or ctl.address is None:
                 continue
-            slurm = site.kind == "slurm"
             out[site.name] = SiteEndpoint(
-                site=site.name, slurm_cluster=site.name if slurm else "",
-                controller=site.controller,
+                site=site.name, controller=site.controller,
                 host=info.PUBLISH_HOST, port=ctl.ssh_port, address=ctl.address, user=info.USER,
                 key=str(self.state.secrets / "id_ed25519"),
                 known_hosts=str(self.state.secrets / "known_hosts"),
-                nodes=site.nodes, partition=PARTITION if slurm else "",
-                compute=tuple(site.compute_hosts()), kind=site.kind,
-                rest_url=(f"http://{info.PUBLISH_HOST}:{ctl.rest_port}"
-                          if slurm and ctl.rest_port else ""))
+                nodes=site.nodes, compute=tuple(site.compute_hosts()), kind=site.kind,
+                **sitekinds.of(site.kind).endpoint(site, ctl.rest_port))
         return out
 
     def rest_token(self, site: str, lifespan: int = REST_TOKEN_LIFESPAN) -> Path:
@@ -179,7 +175,7 @@ class Testbed:
         tokens: dict[str, str] = {}
         if rest:
             for ep in eps.values():
-                if ep.kind != "slurm":
+                if not sitekinds.of(ep.kind).rest:
                     continue
                 if not ep.rest_url:
                     raise ExternalError(f"site {ep.site} of testbed {self.name!r} publishes no "
@@ -189,22 +185,12 @@ class Testbed:
         return clusters.render_clusters_toml(self.name, eps.values(), tokens)
 
     def site_status(self, site: str, ctl: Container | None, nodes: int,
-                    endpoint: SiteEndpoint | None, kind: str = "slurm") -> SiteStatus:
+                    endpoint: SiteEndpoint | None, kind: str = DEFAULT) -> SiteStatus:
         if ctl is None or not ctl.running:
             return SiteStatus(site, f"{site}-ctl", ctl.state if ctl else "missing",
                               ctl.health if ctl else None, nodes, {}, 0, endpoint,
                               "controller not running", kind)
-        if kind == "oar":
-            return self._oar_status(site, ctl, nodes, endpoint)
-        sinfo = self.exec(site, info.SINFO_ARGS, timeout=30)
-        squeue = self.exec(site, info.SQUEUE_ARGS, timeout=30)
-        version = self.exec(site, info.VERSION_ARGS, timeout=30)
-        error = "; ".join(r.stderr.strip() for r in (sinfo, squeue) if not r.ok)
-        return SiteStatus(site, ctl.hostname, ctl.state, ctl.health, nodes,
-                          info.count_states(info.parse_sinfo(sinfo.stdout)),
-                          len(info.parse_squeue(squeue.stdout)), endpoint, error,
-                          slurm_version=info.parse_version(version.stdout) if version.ok else "",
-                          rest=self.rest_health(site, endpoint))
+        return sitekinds.of(kind).status(self, site, ctl, nodes, endpoint)
 
     def rest_health(self, site: str, endpoint: SiteEndpoint | None) -> str:
         """slurmrestd's health: ``ok (vX)`` when it answers a ping with a short-lived token
@@ -218,20 +204,6 @@ class Testbed:
         if not token.ok:
             return f"no token: {token.stderr.strip()[:120]}"
         return rest_health(endpoint.rest_url, token.stdout.strip().removeprefix("SLURM_JWT="))
-
-    def _oar_status(self, site: str, ctl: Container, nodes: int,
-                    endpoint: SiteEndpoint | None) -> SiteStatus:
-        import malleable.testbed.bringup as bringup
-
-        states = bringup.node_states(self, site, "oar")
-        oarstat = self.exec(site, oarconf.OARSTAT_ARGS, timeout=30)
-        try:
-            jobs = oarconf.count_jobs(oarstat.stdout) if oarstat.ok else 0
-        except ValueError:
-            jobs = 0
-        error = "" if states and oarstat.ok else (oarstat.stderr.strip() or "oarnodes failed")
-        return SiteStatus(site, ctl.hostname, ctl.state, ctl.health, nodes,
-                          info.count_states(states), jobs, endpoint, error, "oar")
 
     def status(self) -> TestbedStatus:
         """Every site's controller, node states and queue length (InputError if not up)."""

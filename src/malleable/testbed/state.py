@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from malleable.errors import InputError
+from malleable.kinds import DEFAULT as DEFAULT_KIND
 from malleable.testbed.topology import Site, Topology
 from malleable.testbed.versions import DEFAULT
 
@@ -92,7 +93,7 @@ class Record:
     def from_json(cls, doc: dict[str, Any]) -> Record:
         topo = doc["topology"]
         sites = tuple(Site(s["name"], int(s["nodes"]), int(s["containers"]),
-                           str(s.get("kind", "slurm"))) for s in topo["sites"])
+                           str(s.get("kind", DEFAULT_KIND))) for s in topo["sites"])
         return cls(doc["name"], doc["project"], Topology(topo["name"], sites), doc["image"],
                    str(doc.get("slurm", DEFAULT)))
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from malleable.errors import InputError
+from malleable.kinds import DEFAULT, builder, with_use
 
 #: Site names become Slurm ClusterNames, hostnames and database table prefixes.
 SITE_NAME = re.compile(r"^[a-z][a-z0-9]{0,15}$")
@@ -41,8 +42,6 @@ MAX_NODES = 1000
 MAX_CONTAINERS = 32
 #: Keys a ``[sites.NAME]`` table may hold.
 SITE_KEYS = ("nodes", "containers", "kind")
-#: Resource managers a site may run.
-KINDS = ("slurm", "oar")
 #: Keys the top level of a topology file may hold.
 TOP_KEYS = ("name", "sites")
 DEFAULT_CONTAINERS = 2
@@ -55,7 +54,7 @@ class Site:
     name: str
     nodes: int
     containers: int = DEFAULT_CONTAINERS
-    kind: str = "slurm"
+    kind: str = DEFAULT
 
     @property
     def controller(self) -> str:
@@ -98,7 +97,7 @@ class Topology:
     @property
     def has_slurm(self) -> bool:
         """Whether a Slurm site needs the shared accounting service."""
-        return any(s.kind == "slurm" for s in self.sites)
+        return any(builder(s.kind, "testbed", "the testbed").accounting for s in self.sites)
 
     @property
     def total_containers(self) -> int:
@@ -185,9 +184,10 @@ def _parse_site(name: str, table: Any, source: str) -> Site:
     nodes = _positive_int(table["nodes"], f"{where} nodes", MAX_NODES, source)
     containers = _positive_int(table.get("containers", DEFAULT_CONTAINERS),
                                f"{where} containers", MAX_CONTAINERS, source)
-    kind = table.get("kind", "slurm")
-    if kind not in KINDS:
-        raise InputError(f"{where}: kind must be one of {', '.join(KINDS)}, got {kind!r}",
+    kind = table.get("kind", DEFAULT)
+    able = with_use("testbed")  # the registry's kinds with a testbed side
+    if kind not in able:
+        raise InputError(f"{where}: kind must be one of {', '.join(able)}, got {kind!r}",
                          source=source)
     if containers > nodes:
         raise InputError(f"{where}: {containers} containers for {nodes} nodes; every compute "

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from malleable.errors import InputError
+from malleable.kinds import builder, label
 
 if TYPE_CHECKING:
     from malleable.testbed.topology import Topology
@@ -58,7 +59,13 @@ def has_oar(version: str) -> bool:
 def check_topology(topology: Topology, version: str) -> None:
     """InputError for an unknown version, or OAR sites with a version whose image lacks OAR."""
     check(version)
-    oar = [s.name for s in topology.sites if s.kind == "oar"]
-    if oar and not has_oar(version):
-        raise InputError(f"OAR site(s) {', '.join(oar)} need the default Slurm version "
-                         f"{DEFAULT}: the Slurm {version} image carries no OAR")
+    if check(version) == DEFAULT:  # its image carries every kind
+        return
+    by_kind: dict[str, list[str]] = {}
+    for site in topology.sites:
+        by_kind.setdefault(site.kind, []).append(site.name)
+    for kind, names in by_kind.items():
+        if builder(kind, "testbed", "the testbed").default_image_only:
+            what = label(kind)
+            raise InputError(f"{what} site(s) {', '.join(names)} need the default Slurm "
+                             f"version {DEFAULT}: the Slurm {version} image carries no {what}")

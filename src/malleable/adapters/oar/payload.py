@@ -1,6 +1,6 @@
 """What a managed job runs on an OAR site: the base job's work, and the extension jobs.
 
-The base job runs the same sleep-based work as on Slurm (one unit of work progressing at
+The base job runs the same sleep-based work as every kind's payload (one unit of work progressing at
 ``1 / T(n)`` a second, ``T`` the job's application model from :mod:`malleable.apps`),
 but learns its size ``n`` from a file next to its script in the shared home
 (``SCRIPT.size``), which the adapter writes whenever it sees the job's size change in
@@ -17,8 +17,7 @@ import json
 import shlex
 from dataclasses import dataclass, field
 
-from malleable.adapters import work
-from malleable.adapters.slurm.payload import Payload as SlurmPayload
+from malleable.adapters import scaling, work
 from malleable.apps import AppCatalog, standard_catalog
 from malleable.model import JobSpec
 
@@ -66,8 +65,8 @@ def hms(seconds: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class OarPayload:
-    """Scaled like the Slurm payload, and ended by ``finish_file`` the same way (see
-    :class:`~malleable.adapters.slurm.payload.Payload`)."""
+    """Scaled as every kind's payload is (:mod:`malleable.adapters.scaling`: the same run
+    times and time limit), and ended by ``finish_file`` the same way (:mod:`~.work`)."""
 
     time_scale: float = 1.0
     speed: float = 1.0
@@ -75,19 +74,21 @@ class OarPayload:
     catalog: AppCatalog = field(default_factory=standard_catalog, repr=False, compare=False)
     finish_file: str | None = None
 
-    def _slurm(self) -> SlurmPayload:
-        return SlurmPayload(self.time_scale, self.speed, self.tick, self.catalog,
-                            self.finish_file)
+    def _times(self, spec: JobSpec) -> dict[int, float]:
+        """The job's run time at each size (ValueError for a bad knob, checked here)."""
+        scaling.check(self.time_scale, self.speed, self.tick, self.finish_file)
+        return scaling.times(self.catalog, spec, self.time_scale, self.speed)
 
     def script(self, spec: JobSpec) -> str:
         """The base job's script (it reads its size from ``SCRIPT.size``)."""
-        times = json.dumps({str(n): round(t, 6) for n, t in self._slurm().times(spec).items()})
+        times = json.dumps({str(n): round(t, 6) for n, t in self._times(spec).items()})
         return _TEMPLATE.format(job_id=work.docstring_id(spec.id), times=times, tick=self.tick,
                                 finish=self.finish_file or "")
 
     def walltime(self, spec: JobSpec) -> str:
-        """OAR's ``walltime=H:MM:SS``: as generous as the Slurm time limit."""
-        return hms(self._slurm().time_limit_minutes(spec) * 60)
+        """OAR's ``walltime=H:MM:SS``: the generous limit of
+        :func:`~malleable.adapters.scaling.time_limit_minutes`."""
+        return hms(scaling.time_limit_minutes(self._times(spec)) * 60)
 
     @staticmethod
     def extension(base: int) -> str:

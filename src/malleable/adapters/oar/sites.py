@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from malleable.adapters.oar.ctl import OarCtl
-from malleable.adapters.slurm.sites import runner_for
+from malleable.adapters.reach import runner_for
 from malleable.config import SiteConfig
 
 

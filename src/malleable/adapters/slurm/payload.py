@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from malleable.adapters import work
+from malleable.adapters import scaling, work
 from malleable.apps import AppCatalog, standard_catalog
 from malleable.model import JobSpec
 
@@ -64,19 +64,11 @@ class Payload:
     finish_file: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("time_scale", "speed", "tick"):
-            value = getattr(self, name)
-            if not value > 0:
-                raise ValueError(f"payload {name} must be positive, not {value!r}")
-        if self.finish_file is not None and not self.finish_file.startswith("/"):
-            raise ValueError(f"payload finish_file must be an absolute path, not "
-                             f"{self.finish_file!r}")
+        scaling.check(self.time_scale, self.speed, self.tick, self.finish_file)
 
     def times(self, spec: JobSpec) -> dict[int, float]:
         """Real seconds the whole job takes at each size in [min, max]."""
-        curve = self.catalog.time_model(spec)
-        return {n: curve(n) * self.time_scale / self.speed
-                for n in range(spec.min_size, spec.max_size + 1)}
+        return scaling.times(self.catalog, spec, self.time_scale, self.speed)
 
     def script(self, spec: JobSpec) -> str:
         """The batch script for ``spec``."""
@@ -86,5 +78,4 @@ class Payload:
 
     def time_limit_minutes(self, spec: JobSpec) -> int:
         """A generous Slurm time limit: three times the run at the minimum size, >= 5 min."""
-        longest = max(self.times(spec).values())
-        return max(5, int(3 * longest / 60) + 1)
+        return scaling.time_limit_minutes(self.times(spec))

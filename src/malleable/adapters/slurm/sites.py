@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import getpass
 
-from malleable.adapters.shell import CommandRunner, LocalRunner, SSHRunner
+from malleable.adapters.reach import runner_for as runner_for  # callers import it from here
+from malleable.adapters.shell import CommandRunner
 from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.config import SiteConfig
 from malleable.errors import InputError
-
-
-def runner_for(site: SiteConfig) -> CommandRunner:
-    """An SSH runner for a site with a host, a local one otherwise (no I/O yet)."""
-    return LocalRunner() if site.ssh is None else SSHRunner(site.ssh)
 
 
 def ctl_for(site: SiteConfig, runner: CommandRunner | None = None) -> SlurmCtl:
