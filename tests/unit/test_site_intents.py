@@ -88,8 +88,8 @@ def _placed(tmp_path: Path, fake: FakeSlurm) -> tuple[SiteService, SiteSlurm, Fa
     carol = fake.add_job(7, "", name="rigid", user="carol")  # one node left for alice
     service, driver = _open(tmp_path, fake)
     _cycle(driver)  # discovered and released at 1 node
-    fake.finish(carol.job_id)  # room for a grow, which only this test asks for:
-    service.manager.set_policy(Idle())
+    fake.finish(carol.job_id)  # room for a grow, which only the test asks for
+    service.manager.set_policy(Idle())  # (the policy decides nothing from now on)
     site = _site(service)
     site.refresh()  # the adapter sees alice running
     assert alice.state == "RUNNING" and site.size_of(JOB) == 1
