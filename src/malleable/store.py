@@ -499,10 +499,15 @@ def resume(store: Store, manager: Manager, clusters: Mapping[str, ResourceManage
 
 
 def _resume_intents(store: Store, clusters: Mapping[str, ResourceManager]) -> None:
-    """Hand every open intent (submit, cancel, helper, hand-over) to its site to finish."""
+    """Hand every open intent (submit, cancel, helper, hand-over) to its site to finish
+    (at its next poll); one no site here can finish is closed ``moot``, with a warning."""
     for intent in store.intents("open"):
         adapter = clusters.get(intent.site)
         if isinstance(adapter, Reconciling):
             adapter.resume_intent(intent.token, intent.kind, intent.job_id, intent.native_id)
-        else:
-            store.intent_end(intent.token, "moot", detail="its site is not in this run")
+            continue
+        why = ("its site is not in this run" if adapter is None
+               else "its site cannot finish intents")
+        logger.warning("%s intent of %s on %s left open before the restart: abandoned (%s)",
+                       intent.kind, intent.job_id, intent.site, why)
+        store.intent_end(intent.token, "moot", detail=why)

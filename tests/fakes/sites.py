@@ -23,6 +23,7 @@ from malleable.adapters.oar.cluster import OarCluster
 from malleable.adapters.oar.ctl import OarCtl
 from malleable.adapters.oar.payload import OarPayload
 from malleable.clock import ScaledClock
+from malleable.config import load_config
 from malleable.errors import ExternalError
 from malleable.model import ClusterView, JobSpec
 from malleable.resources import Capability, JobEvent
@@ -33,8 +34,10 @@ from tests.fakes.drivers import (
     NODES,
     FakeOarDriver,
     FakeSlurmDriver,
+    OarTestbedDriver,
     TestbedDriver,
     _fake_slurm_cluster,
+    oar_testbed_driver,
     testbed_driver,
 )
 from tests.fakes.oar import FakeOar
@@ -206,3 +209,45 @@ def site_slurm_testbed_driver(testbed: Any, workdir: Path) -> SiteSlurmTestbedDr
     users = UserSubmits(site, submit)
     return SiteSlurmTestbedDriver("site-slurm-testbed", users, testbed=testbed,
                                   slurm=made.slurm, users=users)
+
+
+@dataclass
+class SiteOarTestbedDriver(OarTestbedDriver):
+    """SiteOar over an OarCluster on OAR site ``grid`` of a testbed that is up: the copies
+    are ``alice``'s real ``oarsub --hold`` jobs (in her login shell), resumed and deleted by
+    the service's account through the image's sudo rule (``oarresume``/``oardel`` as
+    ``oar``). No job's agent connects: the site shows its jobs rigid and declares no
+    resize, as ``site-oar-fake`` does."""
+
+    __test__ = False
+    users: UserSubmits | None = None
+
+    def teardown(self) -> None:
+        try:
+            live = self._live()
+            if live:  # alice's copies too, held or not: `oar` may delete every job
+                self.testbed.exec(self.site, ["su", "oar", "-s", "/bin/sh", "-c",
+                                              "oardel " + " ".join(map(str, live))])
+            self.wait(lambda: not self._live(), "the contract's OAR jobs to end")
+        finally:
+            self.report_waits()
+            self.rm.close()
+
+
+def site_oar_testbed_driver(testbed: Any, workdir: Path,
+                            site_name: str = "grid") -> SiteOarTestbedDriver:
+    """The service's OAR site on the contract's OAR testbed (``--integration``)."""
+    made = oar_testbed_driver(testbed, workdir, site_name)
+    assert made.oar is not None
+    ssh = load_config(workdir / "clusters.toml").site(site_name).ssh
+    site = SiteOar(made.oar, account=ACCOUNT if ssh is None else ssh.user)
+    site.capabilities = frozenset()  # no agent: rigid (the contract skips its resizes)
+
+    def submit(spec: JobSpec, tag: tags.UserTag, size: int) -> None:
+        argv = ["--hold", "-n", tags.encode_oar(tag), "-l", f"nodes={size}", "sleep 3600"]
+        script = "cd && oarsub -J " + " ".join(f"'{a}'" for a in argv)
+        testbed.exec(site_name, ["su", "-", USER, "-c", script], timeout=60)  # refused: no copy
+
+    users = UserSubmits(site, submit)
+    return SiteOarTestbedDriver("site-oar-testbed", users, testbed=testbed, oar=made.oar,
+                                site=site_name, users=users)

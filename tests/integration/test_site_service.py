@@ -5,7 +5,8 @@ acts on users' jobs as Slurm's operator (issue 13).
 
 Covered: growth of alice's and bob's jobs, a rigid job untouched, a forged tag, status
 --json and /metrics, SIGKILL and restart, a job submitted to two sites (``--site vu,uva``:
-one copy placed, the other cancelled), SIGHUP, SIGTERM; and the application channel:
+one copy placed, the other cancelled), SIGHUP, SIGTERM, a kill in the middle of a grow's
+hand-over (``MALLEABLE_KILL_AT``) finished after the restart; and the application channel:
 alice's Jacobi (``--mpi``) grown 2 -> 4 by the service across a SIGKILL of the service,
 with the checksum of a fixed run, while bob's attempt to take her job's channel is
 refused and logged; a compute container killed under alice's job, whose dead nodes the
@@ -262,6 +263,21 @@ def test_the_service_grows_users_jobs_and_survives_restarts(
     serve.stop("TERM")
     assert "event=stopped reason=signal" in serve.text() and "exit=0" in serve.text()
     assert _job(tb, "vu", alice)["JobState"] == "RUNNING"  # jobs keep running
+
+    # killed in a grow (the helper's node given, alice not yet told: the hand-over intent
+    # open), then restarted: the service finishes the hand-over (issue 35, wing3a's note)
+    # a node for alice: carol's (bob's, released by alice's shrink, would meet Slurm 22.05's
+    # select/linear bug once cancelled: refused for Resources, tests/fakes/waits.py)
+    tb.exec("vu", ["scancel", carol], user="carol", timeout=30, check=True)
+    mark = len(serve.text())
+    serve.start(MALLEABLE_KILL_AT="handover.given:1")
+    wait_for(lambda: "exit=137" in serve.text()[mark:], 120, "the kill in alice's grow")
+    serve.start()
+    wait_for(lambda: re.search(r"vu: handover intent for alice:\w+ after the restart: "
+                               r"finished", serve.text()[mark:]) is not None, 120,
+             "the hand-over finished after the restart")
+    wait_for(lambda: _job(tb, "vu", alice).get("NumNodes") == "3", 60, "alice's job at 3")
+    serve.stop("TERM")
 
 
 def _rpcs(tb: Testbed, site: str, user: str) -> int:

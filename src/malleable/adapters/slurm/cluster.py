@@ -196,9 +196,7 @@ class SlurmCluster(Observed[Poll]):
         managed = poll if self.hooks is None else self.hooks.polled(poll)
         self._bind(managed)
         self._sweep(managed)
-        if self.hooks is None:  # unchanged by the wrap: the site service's Slurm sites
-            # never finished a restart's open intents here (docs/notes/issue-35-wing2.md)
-            self._finish_intents()
+        self._finish_intents()  # with hooks too: the site service's restarts leave intents
         self._follow_all(poll, now)
         self._take(poll, managed)
 
