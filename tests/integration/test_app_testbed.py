@@ -257,6 +257,9 @@ def test_demo_rejects_a_schedule_larger_than_the_site(config_file: Path,
 #: Jacobi asking, at iteration 40 of its choosing, to grow to 4 processes.
 ASKING = ("--iterations", "160", "--size", "96", "--delay", "0.15", "--max", "6")
 ASK_AT, ASK_FOR = 40, 4
+#: Its ``--delay-file`` (the site's shared /home): 0 once it is seen at work on 4 processes,
+#: the last thing checked before its end, so the iterations left run without their delay.
+ASKS_DELAY_FILE = "/home/malleable/jacobi-asks.delay"
 
 
 def programs(spec: JobSpec) -> Launch | None:
@@ -265,7 +268,8 @@ def programs(spec: JobSpec) -> Launch | None:
         return Launch(name, text, ("--iterations", "3000", "--size", "64", "--delay", "0.1",
                                    "--min", "1", "--max", "6", "--preferred", "2"))
     if spec.app == "mpi:jacobi-asks":
-        return Launch(name, text, (*ASKING, "--request", f"{ASK_AT}:{ASK_FOR}"))
+        return Launch(name, text, (*ASKING, "--request", f"{ASK_AT}:{ASK_FOR}",
+                                   "--delay-file", ASKS_DELAY_FILE))
     return None
 
 
@@ -349,6 +353,7 @@ def test_an_application_request_to_grow_is_granted_from_free_nodes_under_fcfs(
     clock = mpi_site.cluster.clock
     assert isinstance(clock, ScaledClock)
     manager = Manager(FCFS(), {SITE: mpi_site})
+    testbed.exec(SITE, ["rm", "-f", ASKS_DELAY_FILE], user="malleable", timeout=40, check=True)
     manager.submit(JobSpec("a", JobKind.MALLEABLE, 1, 6, 2, app="mpi:jacobi-asks"))
     cycle_until(manager, clock, lambda: "a" in mpi_site.jobs and mpi_site.jobs["a"].nodes,
                 240, "job a to start", testbed)
@@ -372,7 +377,14 @@ def test_an_application_request_to_grow_is_granted_from_free_nodes_under_fcfs(
     assert "a" not in mpi_site.requested  # granted: the request is over
     ops = [(op.kind, op.job_id, op.amount) for op in manager.operations]
     assert ops == [("place", "a", 2), ("grow", "a", 2)]
+    at = (job.progress() or {}).get("iteration")
+    testbed.exec(SITE, ["sh", "-c", 'echo 0 > "$1"', "sh", ASKS_DELAY_FILE], user="malleable",
+                 timeout=40, check=True)
+    zeroed = time.monotonic()
     assert job.wait_finished(300) == 0
+    print(f"\nthe grown run ended {time.monotonic() - zeroed:.1f} s after its delay was "
+          f"set to 0 (near iteration {at} of 160)")
+    testbed.exec(SITE, ["rm", "-f", ASKS_DELAY_FILE], user="malleable", timeout=40)
     resized = [e for e in job.events() if e["event"] == "resize"]
     assert [(e["previous"], e["size"]) for e in resized] == [(2, ASK_FOR)]
     assert resized[0]["iteration"] >= ASK_AT  # after the request, not before
