@@ -166,19 +166,43 @@ def test_jacobi_grows_2_to_4_and_shrinks_to_2_with_slurm_following(
     assert math.isclose(malleable["checksum"], run.checksum or 0.0, rel_tol=1e-12)
 
 
+#: The fft run's ``--delay-file`` (the site's shared /home): absent while its offer is out,
+#: so each iteration sleeps ``FFT_OFFER_DELAY`` s, and ``0`` once the grow is checked. With
+#: 40 iterations of 0.15 s, the 35 after the 5th gave a grow 5.3 s to reach the program; at
+#: load ~20 the grow took 13.2 s and the job had ended ("ended before answering offer 1").
+#: Measured with this test at load 11-24: grows of 22.3 and 18.8 s. FFT_ITERATIONS - 5
+#: iterations of 1 s leave 75 s, 3.4x the longest; once grown the rest runs without delay.
+FFT_DELAY_FILE = "fft-offer.delay"
+FFT_OFFER_DELAY = "1.0"
+FFT_ITERATIONS = 80
+
+
 def test_fft_offered_5_takes_4_and_the_fifth_node_returns(
         testbed: Testbed, site: SiteConfig, jobs: list[MpiJob]) -> None:
-    job = new_job(site, "fft", ("--iterations", "40", "--size", "32", "--delay", "0.15",
-                                "--max", "6"), jobs)
-    job.submit(2)
-    job.wait_started(120)
-    wait_progress(job, 5)
-    change = job.grow(3)  # offered 5 nodes in total
-    assert (change.before, change.after, change.error) == (2, 4, ""), change
-    assert scontrol(testbed, job.slurm_id or 0)[1] == 4
-    assert idle(testbed) == 2  # the fifth node went back to the cluster
-    assert job.wait_finished(300) == 0
-    assert [p["size"] for p in (job.result() or {})["phases"]] == [2, 4]
+    user = site.ssh.user if site.ssh is not None else "malleable"
+    delay_file = f"/home/{user}/{FFT_DELAY_FILE}"
+    testbed.exec(SITE, ["rm", "-f", delay_file], user=user, timeout=40, check=True)
+    try:
+        job = new_job(site, "fft", ("--iterations", str(FFT_ITERATIONS), "--size", "32", "--delay",
+                                    FFT_OFFER_DELAY, "--delay-file", delay_file, "--max", "6"),
+                      jobs)
+        job.submit(2)
+        job.wait_started(120)
+        wait_progress(job, 5)
+        change = job.grow(3)  # offered 5 nodes in total
+        at = int((job.progress() or {}).get("iteration", 0))
+        room = (FFT_ITERATIONS - 5) * float(FFT_OFFER_DELAY)
+        print(f"\nfft offered 5: {change}; the grow took {change.seconds:.1f} s of the "
+              f"{room:.0f} s the job left it; at iteration {at} of {FFT_ITERATIONS}")
+        assert (change.before, change.after, change.error) == (2, 4, ""), (change, job.describe())
+        assert scontrol(testbed, job.slurm_id or 0)[1] == 4
+        assert idle(testbed) == 2  # the fifth node went back to the cluster
+        testbed.exec(SITE, ["sh", "-c", 'echo 0 > "$1"', "sh", delay_file], user=user,
+                     timeout=40, check=True)
+        assert job.wait_finished(300) == 0
+        assert [p["size"] for p in (job.result() or {})["phases"]] == [2, 4]
+    finally:
+        testbed.exec(SITE, ["rm", "-f", delay_file], user=user, timeout=40)
 
 
 def test_cancel_in_the_middle_of_a_reconfiguration_leaves_nothing(
@@ -233,6 +257,9 @@ def test_demo_rejects_a_schedule_larger_than_the_site(config_file: Path,
 #: Jacobi asking, at iteration 40 of its choosing, to grow to 4 processes.
 ASKING = ("--iterations", "160", "--size", "96", "--delay", "0.15", "--max", "6")
 ASK_AT, ASK_FOR = 40, 4
+#: Its ``--delay-file`` (the site's shared /home): 0 once it is seen at work on 4 processes,
+#: the last thing checked before its end, so the iterations left run without their delay.
+ASKS_DELAY_FILE = "/home/malleable/jacobi-asks.delay"
 
 
 def programs(spec: JobSpec) -> Launch | None:
@@ -241,7 +268,8 @@ def programs(spec: JobSpec) -> Launch | None:
         return Launch(name, text, ("--iterations", "3000", "--size", "64", "--delay", "0.1",
                                    "--min", "1", "--max", "6", "--preferred", "2"))
     if spec.app == "mpi:jacobi-asks":
-        return Launch(name, text, (*ASKING, "--request", f"{ASK_AT}:{ASK_FOR}"))
+        return Launch(name, text, (*ASKING, "--request", f"{ASK_AT}:{ASK_FOR}",
+                                   "--delay-file", ASKS_DELAY_FILE))
     return None
 
 
@@ -325,6 +353,7 @@ def test_an_application_request_to_grow_is_granted_from_free_nodes_under_fcfs(
     clock = mpi_site.cluster.clock
     assert isinstance(clock, ScaledClock)
     manager = Manager(FCFS(), {SITE: mpi_site})
+    testbed.exec(SITE, ["rm", "-f", ASKS_DELAY_FILE], user="malleable", timeout=40, check=True)
     manager.submit(JobSpec("a", JobKind.MALLEABLE, 1, 6, 2, app="mpi:jacobi-asks"))
     cycle_until(manager, clock, lambda: "a" in mpi_site.jobs and mpi_site.jobs["a"].nodes,
                 240, "job a to start", testbed)
@@ -348,7 +377,14 @@ def test_an_application_request_to_grow_is_granted_from_free_nodes_under_fcfs(
     assert "a" not in mpi_site.requested  # granted: the request is over
     ops = [(op.kind, op.job_id, op.amount) for op in manager.operations]
     assert ops == [("place", "a", 2), ("grow", "a", 2)]
+    at = (job.progress() or {}).get("iteration")
+    testbed.exec(SITE, ["sh", "-c", 'echo 0 > "$1"', "sh", ASKS_DELAY_FILE], user="malleable",
+                 timeout=40, check=True)
+    zeroed = time.monotonic()
     assert job.wait_finished(300) == 0
+    print(f"\nthe grown run ended {time.monotonic() - zeroed:.1f} s after its delay was "
+          f"set to 0 (near iteration {at} of 160)")
+    testbed.exec(SITE, ["rm", "-f", ASKS_DELAY_FILE], user="malleable", timeout=40)
     resized = [e for e in job.events() if e["event"] == "resize"]
     assert [(e["previous"], e["size"]) for e in resized] == [(2, ASK_FOR)]
     assert resized[0]["iteration"] >= ASK_AT  # after the request, not before

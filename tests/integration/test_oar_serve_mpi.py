@@ -53,6 +53,13 @@ FIXED_DELAY, GROWN_DELAY = "0.03", "0.35"
 #: the malleable run's remaining iterations run without the delay (--delay-file), so the
 #: test does not wait out a margin it no longer needs (the margin until then is unchanged).
 DELAY_FILE = "/home/alice/jacobi-grown.delay"
+#: Bob's rigid job runs until this file exists (at most BOB_BOUND s): the test writes it once
+#: alice's Jacobi is seen shrunk to 2 for it. A fixed ``sleep 15`` held it before, waited
+#: out in full after the shrink before the grow back could begin.
+BOB_DONE = "/home/bob/oar-serve-mpi.done"
+BOB_BOUND = 240
+BOB_JOB = (f"i=0; while [ ! -e {BOB_DONE} ] && [ $i -lt {BOB_BOUND * 2} ]; "
+           "do sleep 0.5; i=$((i+1)); done")
 CONFIG = """[service]
 state = "/home/malleable/serve/state.sqlite"
 poll = 2.0
@@ -175,10 +182,13 @@ def test_alice_s_jacobi_grows_and_shrinks_on_oar_through_her_agent(
     # extension OAR does not start within grow_wait is released and asked again later)
     wait_for(lambda: 4 in _afters(serve.text(), job_id), 400, "alice's Jacobi grown to 4",
              explain=explain)
-    # bob's rigid job: PWA shrinks alice's to place it, then grows hers back
-    _submit(bob_cfg, capsys, "--min", "2", "--max", "2", "--", "sleep", "15")
+    # bob's rigid job: PWA shrinks alice's to place it, then grows hers back once it ends
+    oar.exec("grid", ["rm", "-f", BOB_DONE], user="bob", timeout=60, check=True)
+    _submit(bob_cfg, capsys, "--min", "2", "--max", "2", "--", "sh", "-c", BOB_JOB)
     wait_for(lambda: _afters(serve.text(), job_id)[-1:] == [2], 400,
              "alice's Jacobi shrunk to 2 for bob", explain=explain)
+    oar.exec("grid", ["touch", BOB_DONE], user="bob", timeout=60, check=True)
+    bob_told = time.monotonic()
     wait_for(lambda: _afters(serve.text(), job_id)[-1:] == [4], 400,
              "alice's Jacobi grown back to 4", explain=explain)
     oar.exec("grid", ["sh", "-c", f"echo 0 > {DELAY_FILE}"], user="alice", timeout=60,
@@ -186,8 +196,9 @@ def test_alice_s_jacobi_grows_and_shrinks_on_oar_through_her_agent(
     back_at = time.monotonic()
     wait_for(lambda: _result(oar, grown) is not None, 600, "the grown run's result",
              explain=explain)
-    print(f"\nthe grown run ended {time.monotonic() - back_at:.1f} s after it was seen "
-          f"grown back (without the delay)")
+    print(f"\nalice's Jacobi seen grown back {back_at - bob_told:.1f} s after bob's job was "
+          f"told to end (it slept 15 s before); the grown run ended "
+          f"{time.monotonic() - back_at:.1f} s after it was seen grown back (without the delay)")
     malleable, reference = _result(oar, grown), _result(oar, fixed)
     assert malleable is not None and reference is not None
     log = serve.text()
