@@ -234,6 +234,12 @@ class Manager:
             try:
                 if self.health and not self._reachable(action):
                     answer = _nothing(action)
+                elif type(action) is Place:  # the hot cases without _apply's frame
+                    answer = self._place(action.job_id, action.cluster, action.size, now,
+                                         placed)
+                elif type(action) is Defer:
+                    deferred.append(action.job_id)
+                    answer = None
                 else:
                     answer = self._apply(action, now, placed, deferred)
             except ExternalError as exc:  # that site only: the policy hears "nothing"

@@ -126,7 +126,7 @@ def simulate(jobs: Sequence[JobSpec] | JobBatches, clusters: Sequence[Cluster],
             replay.start_waiting()
         done = len(manager.operations)
         manager.cycle(now)
-        if _changed_the_field(manager, done):
+        if len(manager.operations) > done and _changed_the_field(manager, done):
             # React to our own changes at once, as a real manager's next poll would.
             engine.at(now, _nothing, TIMER)
         if background is not None:
@@ -346,13 +346,20 @@ class _Feed:
 
     def arrive(self) -> None:
         now = self._engine.now
-        while (spec := self._next()) is not None:
+        submit, kept = self._manager.submit, self.kept
+        while True:
+            batch, at = self._batch, self._at
+            if at == len(batch):  # _next only for a new batch: not twice a job
+                if self._next() is None:
+                    return
+                continue
+            spec = batch[at]
             if spec.submit_time > now:
                 self._engine.at(spec.submit_time, self.arrive, ARRIVAL)
                 return
-            self._manager.submit(spec)
-            self.kept.append(spec)
-            self._at += 1
+            submit(spec)
+            kept.append(spec)
+            self._at = at + 1
             self.submitted += 1
 
 
