@@ -118,8 +118,10 @@ def simulate(jobs: Sequence[JobSpec] | JobBatches, clusters: Sequence[Cluster],
     feed = _Feed(engine, manager, source, keep=sink is not None)
     handed = _Handover(manager, feed.kept, sink) if sink is not None else None
     total = len(source)  # a JobTable's __len__ is Python code: not once a cycle
+    ended = 0  # jobs submitted and not unfinished at the last hand-over
 
     def on_step(now: float) -> bool:
+        nonlocal ended
         if background is not None:
             background.start_waiting()
         if replay is not None:
@@ -133,9 +135,13 @@ def simulate(jobs: Sequence[JobSpec] | JobBatches, clusters: Sequence[Cluster],
             background.start_waiting()
         if replay is not None:
             replay.start_waiting()
-        if handed is not None:
+        unfinished = manager.unfinished
+        if handed is not None and feed.submitted - unfinished != ended:
+            # only when a job ended (or went back to the queue): a cycle after arrivals
+            # alone has nothing to hand over, and its operations are counted at the next
+            ended = feed.submitted - unfinished
             handed.step()
-        return manager.unfinished > 0 or feed.submitted < total
+        return unfinished > 0 or feed.submitted < total
 
     if config.poll_interval:
         _poll(engine, config.poll_interval)
