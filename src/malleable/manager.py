@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
+from types import GeneratorType, MappingProxyType
 from typing import Protocol
 
 from malleable.errors import ExternalError, MalleableError
@@ -227,13 +227,20 @@ class Manager:
         placed: list[str] = []
         deferred: list[str] = []
         applied = 0
-        steps = _then_end(negotiate(self.policy.decide(view, now)))
+        decision = self.policy.decide(view, now)
+        steps = _then_end(decision if type(decision) is GeneratorType else negotiate(decision))
         send = steps.send
         action = send(None)
         while action is not _END:  # next_action inlined: two actions a job pass here
             try:
                 if self.health and not self._reachable(action):
                     answer = _nothing(action)
+                elif type(action) is Place:  # the hot cases without _apply's frame
+                    answer = self._place(action.job_id, action.cluster, action.size, now,
+                                         placed)
+                elif type(action) is Defer:
+                    deferred.append(action.job_id)
+                    answer = None
                 else:
                     answer = self._apply(action, now, placed, deferred)
             except ExternalError as exc:  # that site only: the policy hears "nothing"

@@ -74,3 +74,40 @@ def test_times_none_nan_negative_zero_and_long_floats_as_csv_writes_them() -> No
                             sizes=((start, rnd.randint(1, 8)),)))
     for rec in cases:
         assert written(rec, 0, 0) == by_csv(rec, 0, 0)
+
+
+def test_tee_writes_and_sums_what_add_does() -> None:
+    """Tee's path for a job that ran at one size (its figures made once for both) gives
+    the rows and the summary that RecordWriter.add and RunningSummary.add give."""
+    from malleable.metrics.summary import RunningSummary, Tee
+
+    rnd = random.Random(5)
+    cases = [record(start=None, end=None, state=JobState.WAITING),
+             record(start=None, end=4.0, state=JobState.FAILED),
+             record(submit=-0.0, start=-0.0, end=0.0), record(start=5.0, end=5.0),
+             record(submit=1 / 3, start=2 / 3, end=45.99999999999999),
+             record(end=math.inf), record(job_id="a,b"), record(cluster="fs0,fs1"),
+             record(sizes=((10.0, 2), (12.25, 5), (17.0, 1)), end=30.123456789)]
+    for _ in range(300):
+        start = rnd.uniform(0, 1e7)
+        cases.append(record(
+            job_id=rnd.choice(["1", "j-2", 'q"3']), submit=rnd.choice(
+                [float(rnd.randint(0, 10**6)), rnd.random()]), start=start,
+            end=start + rnd.choice([rnd.expovariate(1e-4), float(rnd.randint(0, 9))]),
+            state=rnd.choice(list(JobState)),
+            kind=rnd.choice([JobKind.MOLDABLE, JobKind.MALLEABLE]),
+            sizes=((start, rnd.randint(1, 8)),)))
+    ways = []
+    for tee in (True, False):
+        out, totals = io.StringIO(), RunningSummary()
+        writer = RecordWriter(out)
+        sink = Tee(writer, totals)
+        for i, rec in enumerate(cases):
+            if tee:
+                sink(rec, i % 3, i % 2)
+            else:
+                writer.add(rec, i % 3, i % 2)
+                totals.add(rec, i % 3, i % 2)
+        ways.append((out.getvalue(), repr(totals.summary(1.0, 0.5)),
+                     repr(totals.mechanism())))
+    assert ways[0] == ways[1]

@@ -13,7 +13,7 @@ from typing import IO, Any
 
 from malleable.errors import InputError
 from malleable.metrics.records import JobRecord
-from malleable.model import JobState, Operation
+from malleable.model import JobKind, JobState, Operation
 
 #: Columns of the per-job CSV written by ``simulate`` and ``manager run`` (docs/simulate.md).
 RECORD_COLUMNS = ("job", "kind", "app", "cluster", "state", "submit", "start", "end",
@@ -85,7 +85,7 @@ class RecordWriter:
     :func:`csv_cell`. Rows are tuples for ``csv.writer``: a ``DictWriter``'s per-row dict
     and field check took a quarter of a 100k-job FIFO run."""
 
-    __slots__ = ("_plain", "_write", "_writerow")
+    __slots__ = ("_enums", "_plain", "_write", "_writerow")
 
     def __init__(self, out: IO[str]) -> None:
         writer = csv.writer(out)
@@ -93,6 +93,10 @@ class RecordWriter:
         self._writerow = writer.writerow
         self._write = out.write
         self._plain: dict[str, bool] = {}  # kinds, states, apps, clusters: a few values
+        # each JobKind's and JobState's text by the member's id, when it needs no quotes
+        # (Enum's .value and __hash__ are Python code: two calls a row)
+        self._enums = {id(member): member.value for members in (JobKind, JobState)
+                       for member in members if _needs_no_quotes(member.value)}
 
     def add(self, record: JobRecord, grows: int = 0, shrinks: int = 0) -> None:
         spec = record.spec
@@ -115,6 +119,38 @@ class RecordWriter:
                 f"{grows + shrinks},{grows},{shrinks}\r\n")
             return
         self._row(record, grows, shrinks)
+
+    def add_ran(self, record: JobRecord, figures: tuple[float, float, float, float],
+                size: int, grows: int, shrinks: int) -> None:
+        """:meth:`add` for a job that ran at one ``size`` (start and end set, never
+        resized), its wait, execution, response and average size given (:class:`Tee`)."""
+        spec = record.spec
+        job_id, app, cluster = spec.id, spec.app, record.cluster
+        texts = self._enums
+        kind = texts.get(id(spec.kind))
+        state = texts.get(id(record.state))
+        plain = self._plain
+        if kind is None or state is None or not (
+                (plain.get(app) or self._check(app))
+                and (plain.get(cluster) or self._check(cluster))
+                and (job_id.isdigit() or _needs_no_quotes(job_id))):
+            self.add(record, grows, shrinks)
+            return
+        submit, start, end = spec.submit_time, record.start, record.end
+        assert start is not None and end is not None  # (the caller's case)
+        wait, execution, response, avg_size = figures
+        # _cell_text inlined for the whole floats (most times of a trace)
+        self._write(
+            f"{job_id},{kind},{app},{cluster},{state},"
+            f"{repr(submit + 0.0) if submit.is_integer() else _cell_text(submit)},"
+            f"{repr(start + 0.0) if start.is_integer() else _cell_text(start)},"
+            f"{repr(end + 0.0) if end.is_integer() else _cell_text(end)},"
+            f"{repr(wait + 0.0) if wait.is_integer() else _cell_text(wait)},"
+            f"{repr(execution + 0.0) if execution.is_integer() else _cell_text(execution)},"
+            f"{repr(response + 0.0) if response.is_integer() else _cell_text(response)},"
+            f"{repr(avg_size + 0.0) if avg_size.is_integer() else _cell_text(avg_size)},"
+            f"{size},{spec.min_size},{spec.max_size},{spec.initial_size},"
+            f"{grows + shrinks},{grows},{shrinks}\r\n")
 
     def _check(self, text: str) -> bool:
         """Whether ``text`` needs no quotes in a CSV cell (kept for the few repeated ones)."""
@@ -202,6 +238,9 @@ def mechanism(records: Sequence[JobRecord], counts: dict[str, int] | None = None
     return out
 
 
+_COMPLETED, _MALLEABLE = JobState.COMPLETED, JobKind.MALLEABLE
+
+
 class RunningSummary:
     """:func:`summarize` and :func:`mechanism` computed from the records handed over one at
     a time (in submission order, as ``summarize`` reads its list), without keeping them:
@@ -272,6 +311,44 @@ class RunningSummary:
         if spec.malleable and max_size <= spec.initial_size:
             self._never_grew[app] += 1
 
+    def add_ran(self, record: JobRecord, figures: tuple[float, float, float, float],
+                size: int, grows: int, shrinks: int) -> None:
+        """:meth:`add` for a job that ran at one ``size`` (start and end set, never
+        resized), its wait, execution, response and average size given (:class:`Tee`)."""
+        spec = record.spec
+        self.jobs += 1
+        self.grow_ops += grows
+        self.shrink_ops += shrinks
+        state = record.state
+        if state is _COMPLETED:
+            self.completed += 1  # (it started: not rejected, whatever its state)
+        app = spec.app
+        executions = self._executions.get(app)
+        if executions is None:
+            executions = self._executions[app] = array("d")
+            self._never_grew[app] = 0
+        wait, execution, response, avg_size = figures
+        walltime = spec.walltime
+        if walltime is not None and execution > walltime:
+            self.past_walltime += 1
+        if wait == wait:
+            self._wait_sum += wait
+            self._wait_n += 1
+        if execution == execution:
+            self._execution_sum += execution
+            self._execution_n += 1
+        if response == response:
+            self._response_sum += response
+            self._response_n += 1
+        if avg_size == avg_size:
+            self._avg_size_sum += avg_size
+            self._avg_size_n += 1
+        self._max_size_sum += float(size)
+        self._max_size_n += 1
+        executions.append(execution)
+        if spec.kind is _MALLEABLE and size <= spec.initial_size:
+            self._never_grew[app] += 1
+
     def summary(self, makespan: float, utilization: float) -> dict[str, Any]:
         """What :func:`summarize` returns for the records added."""
         out: dict[str, Any] = {"jobs": self.jobs, "completed": self.completed,
@@ -310,8 +387,21 @@ class Tee:
         self._totals = totals
 
     def __call__(self, record: JobRecord, grows: int, shrinks: int) -> None:
-        self._writer.add(record, grows, shrinks)
-        self._totals.add(record, grows, shrinks)
+        first, start, end = record._first, record.start, record.end
+        if first is None or start is None or end is None or record._later:
+            self._writer.add(record, grows, shrinks)
+            self._totals.add(record, grows, shrinks)
+            return
+        # The common case, a job that ran at one size: its figures made once here, as
+        # JobRecord's properties make them (b - a; avg_size's very expression), for both
+        # (one call each instead of ~20: properties, _span, _cell_text; a tenth of a FIFO
+        # run's calls). tests/unit/test_record_writer.py checks it against add().
+        submit = record.spec.submit_time
+        execution = end - start
+        avg_size = first * execution / execution if execution > 0 else float(first)
+        figures = (start - submit, execution, end - submit, avg_size)
+        self._writer.add_ran(record, figures, first, grows, shrinks)
+        self._totals.add_ran(record, figures, first, grows, shrinks)
 
 
 def _median(values: list[float]) -> float:

@@ -327,9 +327,12 @@ def _shadow(free: int, releasing: int, ends: list[tuple[float, int]], need: int,
 
 
 def easy_schedule(queue: Sequence[WaitingJob], plan: Plan,
-                  malleable_start: str = "largest") -> Negotiating[list[WaitingJob]]:
+                  malleable_start: str = "largest",
+                  keep: bool = True) -> Negotiating[list[WaitingJob]]:
     """Place what FCFS + EASY allows; return the jobs left waiting, in order (malleable
-    jobs start at the size ``malleable_start`` says: :func:`start_size`)."""
+    jobs start at the size ``malleable_start`` says: :func:`start_size`). With ``keep``
+    False, an empty list: the pass does not note them (EasyPolicy, which does not use
+    them, walks its whole queue each cycle: an append a job it passes)."""
     order = list(queue)
     largest = max(plan.capacity.values(), default=0)
     left: list[WaitingJob] = []
@@ -345,7 +348,7 @@ def easy_schedule(queue: Sequence[WaitingJob], plan: Plan,
         if most_free <= 0 and head is not None:
             # nothing can start: the rest waits as it is (a job too big for every
             # cluster is rejected in a later cycle, when the scan reaches it)
-            return left + order[i:]
+            return left + order[i:] if keep else left
         spec = waiting.spec
         low = spec.initial_size if spec.kind is _MALLEABLE else spec.min_size
         if low > most_free:
@@ -354,7 +357,8 @@ def easy_schedule(queue: Sequence[WaitingJob], plan: Plan,
                 if reject is not None:
                     yield reject
                 continue
-            left.append(waiting)  # the common, fast case
+            if keep:
+                left.append(waiting)  # the common, fast case
             if head is None:
                 head = spec
             continue
@@ -366,14 +370,16 @@ def easy_schedule(queue: Sequence[WaitingJob], plan: Plan,
         if low > sure:  # it fits only where it must end by the shadow time
             walltime = spec.walltime
             if walltime is None or now + walltime > by:
-                left.append(waiting)  # (there is a reservation: sure < most_free)
+                if keep:
+                    left.append(waiting)  # (there is a reservation: sure < most_free)
                 continue
         # the rule by identity: Enum.__hash__ and .value are Python code
         key = (low, spec.max_size, id(spec.size_rule), spec.walltime)
         if key in failed or not (yield from _try_start(spec, plan, reservation,
                                                        malleable_start)):
             failed.add(key)
-            left.append(waiting)
+            if keep:
+                left.append(waiting)
             if head is None:
                 head = spec
             continue
@@ -458,7 +464,7 @@ class EasyPolicy:
             yield from _too_big_ahead(view)  # what the pass does then, without a plan
             return
         plan = Plan.of(view, now, self._ends)
-        yield from easy_schedule(list(view.waiting), plan, self.malleable_start)
+        yield from easy_schedule(view.waiting, plan, self.malleable_start, keep=False)
 
 
 def _nothing_free(view: View) -> bool:

@@ -32,7 +32,9 @@ class FCFS:
     name: str = "fcfs"
 
     def decide(self, view: View, now: float) -> Steps:
-        free = [(name, c.available) for name, c in view.clusters.items()]
+        free = []
+        for name, c in view.clusters.items():  # a loop, not a comprehension: no frame a cycle
+            free.append((name, c.available))
         for waiting in view.waiting:
             spec = waiting.spec
             size = spec.initial_size

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from types import MappingProxyType
 
 from malleable.apps import AppCatalog, TimeModel, standard_catalog
@@ -137,16 +138,22 @@ class SimCluster:
         if size < 1 or size > self.idle:
             return 0
         now = self.engine.now
-        self._account(now)
+        # _account, _mark and _touch inlined: the one start a job has (issue 36: calls a job)
+        if now > self._last_change:
+            self.busy_area += (self.nodes - self.idle) * (now - self._last_change)
+            self._last_change = now
         self.idle -= size
-        self._mark()
+        if self.timeline is not None:
+            self.timeline.append((now, self.nodes - self.idle))
         curve = self.catalog.time_model(spec)
+        job_id = spec.id
         job = _Job(spec, curve, size, now, managed, last=now, resized_at=now)
-        self._jobs[spec.id] = job
-        self._touch(spec.id)
+        self._jobs[job_id] = job
+        self._stale[job_id] = None
+        self._cached = None
         self._schedule_end(job)
         if managed:
-            self._events.append(JobEvent(now, spec.id, JobState.RUNNING, size))
+            self._events.append(JobEvent(now, job_id, JobState.RUNNING, size))
         return size
 
     def offer_grow(self, job_id: str, offer: int) -> int:
@@ -238,7 +245,7 @@ class SimCluster:
         remaining = max(0.0, 1.0 - job.progress)
         begin = max(self.engine.now, job.paused_until)
         end = begin + remaining * job.curve(job.size) / self.speed
-        self.engine.at(end, lambda: self._end(job, version), END)
+        self.engine.at(end, partial(self._end, job, version), END)  # no lambda frame an end
 
     def _end(self, job: _Job, version: int) -> None:
         if job.version == version and job.spec.id in self._jobs:
@@ -246,14 +253,20 @@ class SimCluster:
 
     def _finish(self, job: _Job, state: JobState) -> None:
         now = self.engine.now
-        self._account(now)
-        del self._jobs[job.spec.id]
-        self._touch(job.spec.id)
+        # _account, _mark and _touch inlined, as in start()
+        if now > self._last_change:
+            self.busy_area += (self.nodes - self.idle) * (now - self._last_change)
+            self._last_change = now
+        job_id = job.spec.id
+        del self._jobs[job_id]
+        self._stale[job_id] = None
+        self._cached = None
         job.version += 1
         self.idle += job.size
-        self._mark()
+        if self.timeline is not None:
+            self.timeline.append((now, self.nodes - self.idle))
         if job.managed:
-            self._events.append(JobEvent(now, job.spec.id, state, 0))
+            self._events.append(JobEvent(now, job_id, state, 0))
 
     def _resize(self, job: _Job, size: int) -> None:
         now = self.engine.now

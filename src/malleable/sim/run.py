@@ -118,24 +118,30 @@ def simulate(jobs: Sequence[JobSpec] | JobBatches, clusters: Sequence[Cluster],
     feed = _Feed(engine, manager, source, keep=sink is not None)
     handed = _Handover(manager, feed.kept, sink) if sink is not None else None
     total = len(source)  # a JobTable's __len__ is Python code: not once a cycle
+    ended = 0  # jobs submitted and not unfinished at the last hand-over
 
     def on_step(now: float) -> bool:
+        nonlocal ended
         if background is not None:
             background.start_waiting()
         if replay is not None:
             replay.start_waiting()
         done = len(manager.operations)
         manager.cycle(now)
-        if _changed_the_field(manager, done):
+        if len(manager.operations) > done and _changed_the_field(manager, done):
             # React to our own changes at once, as a real manager's next poll would.
             engine.at(now, _nothing, TIMER)
         if background is not None:
             background.start_waiting()
         if replay is not None:
             replay.start_waiting()
-        if handed is not None:
+        unfinished = manager.unfinished
+        if handed is not None and feed.submitted - unfinished != ended:
+            # only when a job ended (or went back to the queue): a cycle after arrivals
+            # alone has nothing to hand over, and its operations are counted at the next
+            ended = feed.submitted - unfinished
             handed.step()
-        return manager.unfinished > 0 or feed.submitted < total
+        return unfinished > 0 or feed.submitted < total
 
     if config.poll_interval:
         _poll(engine, config.poll_interval)
@@ -346,13 +352,20 @@ class _Feed:
 
     def arrive(self) -> None:
         now = self._engine.now
-        while (spec := self._next()) is not None:
+        submit, kept = self._manager.submit, self.kept
+        while True:
+            batch, at = self._batch, self._at
+            if at == len(batch):  # _next only for a new batch: not twice a job
+                if self._next() is None:
+                    return
+                continue
+            spec = batch[at]
             if spec.submit_time > now:
                 self._engine.at(spec.submit_time, self.arrive, ARRIVAL)
                 return
-            self._manager.submit(spec)
-            self.kept.append(spec)
-            self._at += 1
+            submit(spec)
+            kept.append(spec)
+            self._at = at + 1
             self.submitted += 1
 
 
