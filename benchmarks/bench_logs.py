@@ -98,13 +98,20 @@ def plain_copy(log: Path, work: Path) -> tuple[Path, LogHeader, float]:
     return plain, header, submit_shift(header, first or 0.0)
 
 
+def accasim_system(cores: int) -> dict[str, object]:
+    """AccaSim's system config: one node of ``cores`` one-core processors (its reader takes
+    a job's processors as that many one-core units, and its first fit puts as many of them
+    on a node as fit: a job starts when ``cores`` less those in use are enough, as on
+    ``--platform cores``)."""
+    return {"system_name": f"log-1x{cores}", "start_time": ACCASIM_EPOCH,
+            "equivalence": {"processor": {"core": 1}}, "groups": {"g0": {"core": cores}},
+            "resources": {"g0": 1}}
+
+
 def accasim_run(python: Path, bench: Path, plain: Path, policy: str, cores: int,
                 results: Path, timeout: float) -> Run | str:
     config = results.parent / f"sys-1x{cores}.json"
-    config.write_text(json.dumps({
-        "system_name": f"log-1x{cores}", "start_time": ACCASIM_EPOCH,
-        "equivalence": {"processor": {"core": 1}}, "groups": {"g0": {"core": cores}},
-        "resources": {"g0": 1}}))
+    config.write_text(json.dumps(accasim_system(cores)))
     argv = ["timeout", str(int(timeout)), str(python), str(bench / "accasim" / "run_accasim.py"),
             str(plain), "--policy", policy, "--results", str(results), "--log-level", "ERROR",
             "--sys-config", str(config), "--sched-output"]
