@@ -5,22 +5,31 @@
     python3 benchmarks/bench_logs.py --accasim            # + AccaSim FIFO and EASY, and checks
     python3 benchmarks/bench_logs.py --logs theta_2022 --accasim --timeout 900
 
-What it times: ``malleable simulate --policy P --workload LOG.swf.gz --out DIR`` (jobs.csv
-written, as a user runs it), as its own process, CPU time (user + system) of the whole
-process, once, on the platform the log's header describes (no ``--platform``: MaxNodes
-nodes, job sizes in processors rounded up to whole nodes), from a copy of ``src/`` with its
-bytecode (benchmarks/compiled.py; ``--tree`` runs another tree, e.g. a compiled build's).
+What it times: ``malleable simulate --policy P --workload LOG.swf.gz --out DIR
+--no-figures`` (jobs.csv and summary.json written; AccaSim draws no figures either), as its
+own process, CPU time (user + system) and peak RSS of the whole process, once, on the
+platform the log's header describes (no ``--platform``: MaxNodes nodes, job sizes in
+processors rounded up to whole nodes; MaxProcs one-processor nodes when most jobs are not
+whole nodes, as RICC's), from a copy of ``src/`` with its bytecode (benchmarks/compiled.py;
+``--tree`` runs another tree, e.g. a compiled build's).
 
 With ``--accasim`` (AccaSim) and/or ``--reference`` (the EASY check), on each log also,
-with processors taken as nodes on both sides (``--platform MaxProcs``, AccaSim a system of
-MaxProcs one-core nodes): AccaSim 1.1.3's FIFO and EASY (per-job output on: its dispatching
-plan is compared), ours FCFS and EASY, and
+with processors taken as nodes on both sides (``--platform MaxProcs``; AccaSim a system of
+one node of MaxProcs cores, where its first fit places as many one-core units of a job as
+fit: the same starts as MaxProcs one-core nodes, and much faster for it on 4,360-9,216
+cores): AccaSim 1.1.3's FIFO and EASY (per-job output on: its dispatching plan is
+compared), ours FCFS and EASY, and
 * the FCFS start times of every job compared with AccaSim's FIFO;
 * the EASY start times of every job compared with the independent textbook EASY of
   tests/sim/test_easy_reference.py (AccaSim's EASY is a speed anchor only: it does not
   protect the head job's reservation).
 AccaSim reads a plain file: each log is decompressed into the work folder first. AccaSim
-runs are bounded by ``--timeout`` seconds each (a row says when one ran out).
+runs are bounded by ``--timeout`` seconds each (a row says when one ran out). ``--no-easy``
+leaves the EASY pair out (FCFS/FIFO only). ``--zero-as-one`` also compares FCFS with
+AccaSim's FIFO on a copy of each log whose run times of 0 are 1 s (both sides read it):
+AccaSim frees a job's cores at its end event, and a job that ends at the instant it
+starts has its end handled at the next event time (the next submit or end), however late.
+At the end, a table of the FCFS rows (docs/simulate.md, "Real logs: jobs per second").
 Timing on a shared machine is noisy: quote the load with the figures.
 """
 
@@ -68,7 +77,7 @@ def traces_dir() -> Path | None:
 
 def ours(src: Path, log: Path, out: Path, extra: list[str]) -> Run:
     argv = [sys.executable, "-m", "malleable", "simulate", "--workload", str(log),
-            "--out", str(out), "--json", *extra]
+            "--out", str(out), "--no-figures", "--json", *extra]
     return child(argv, PYTHONPATH=str(src))
 
 
@@ -89,13 +98,20 @@ def plain_copy(log: Path, work: Path) -> tuple[Path, LogHeader, float]:
     return plain, header, submit_shift(header, first or 0.0)
 
 
+def accasim_system(cores: int) -> dict[str, object]:
+    """AccaSim's system config: one node of ``cores`` one-core processors (its reader takes
+    a job's processors as that many one-core units, and its first fit puts as many of them
+    on a node as fit: a job starts when ``cores`` less those in use are enough, as on
+    ``--platform cores``)."""
+    return {"system_name": f"log-1x{cores}", "start_time": ACCASIM_EPOCH,
+            "equivalence": {"processor": {"core": 1}}, "groups": {"g0": {"core": cores}},
+            "resources": {"g0": 1}}
+
+
 def accasim_run(python: Path, bench: Path, plain: Path, policy: str, cores: int,
                 results: Path, timeout: float) -> Run | str:
-    config = results.parent / f"sys-{cores}.json"
-    config.write_text(json.dumps({
-        "system_name": f"log-{cores}x1", "start_time": ACCASIM_EPOCH,
-        "equivalence": {"processor": {"core": 1}}, "groups": {"g0": {"core": 1}},
-        "resources": {"g0": cores}}))
+    config = results.parent / f"sys-1x{cores}.json"
+    config.write_text(json.dumps(accasim_system(cores)))
     argv = ["timeout", str(int(timeout)), str(python), str(bench / "accasim" / "run_accasim.py"),
             str(plain), "--policy", policy, "--results", str(results), "--log-level", "ERROR",
             "--sys-config", str(config), "--sched-output"]
@@ -103,6 +119,33 @@ def accasim_run(python: Path, bench: Path, plain: Path, policy: str, cores: int,
         return child(argv)
     except RuntimeError as exc:
         return f"AccaSim did not finish: {exc}"[:200]
+
+
+def zero_as_one(plain: Path) -> Path:
+    """A copy of a plain log whose run times (field 4) of 0 are 1 s."""
+    copy = plain.with_name(plain.stem + "-zero-as-one.swf")
+    with plain.open() as source, copy.open("w") as target:
+        for line in source:
+            fields = line.split()
+            if fields and not line.lstrip().startswith(";") and fields[3] == "0":
+                fields[3] = "1"
+                line = " ".join(fields) + "\n"
+            target.write(line)
+    return copy
+
+
+def fcfs_vs_accasim(src: Path, python: Path, bench: Path, plain: Path, cores: int,
+                    shift: float, work: Path, timeout: float) -> tuple[Run, Run | str, str]:
+    """Ours FCFS and AccaSim's FIFO on a plain log (``--platform cores``); the check."""
+    results = work / f"{plain.stem}-fifo"
+    mine = ours(src, plain, results / "ours", ["--policy", "fcfs", "--platform", str(cores)])
+    jobs = json.loads(mine.stdout)["jobs"]
+    theirs = accasim_run(python, bench, plain, "fifo", cores, results, timeout)
+    if isinstance(theirs, str):
+        return mine, theirs, theirs
+    acc = shifted(accasim_starts(results, plain), shift)
+    return mine, theirs, same_starts(csv_starts(results / "ours" / "jobs.csv"), acc,
+                                     "AccaSim", jobs)
 
 
 def shifted(starts: dict[str, float], shift: float) -> dict[str, float]:
@@ -139,6 +182,11 @@ def main() -> int:
     parser.add_argument("--reference", action="store_true",
                         help="EASY start times against the textbook reference (--platform "
                              "MaxProcs; without --accasim too)")
+    parser.add_argument("--no-easy", action="store_true", help="FCFS/FIFO only with --accasim")
+    parser.add_argument("--no-ours", action="store_true",
+                        help="skip the header-platform rows (ours FCFS, EASY, easy-dmr)")
+    parser.add_argument("--zero-as-one", action="store_true",
+                        help="with --accasim, also FCFS vs FIFO with run times 0 made 1 s")
     args = parser.parse_args()
     folder = traces_dir()
     if folder is None:
@@ -152,11 +200,12 @@ def main() -> int:
             python, problem = ensure_venv(args.accasim_venv, args.bench)
             if python is None:
                 print(f"SKIPPED AccaSim: {problem}")
+        table: list[str] = []
         for name in args.logs.split(","):
             log = folder / f"{name}.swf.gz"
             out = work / name
             print(f"== {name}", flush=True)
-            for label, extra in POLICIES:
+            for label, extra in POLICIES if not args.no_ours else ():
                 run = ours(src, log, out, extra)
                 summary = json.loads(run.stdout)
                 jobs = summary["jobs"]
@@ -167,32 +216,50 @@ def main() -> int:
                 continue
             plain, header, shift = plain_copy(log, work)
             cores = header.max_procs or header.nodes or 1
-            for policy, ours_policy in (("fifo", "fcfs"), ("easy", "easy")):
-                results = work / f"{name}-{policy}"
-                mine = ours(src, log, results / "ours", ["--policy", ours_policy,
-                                                         "--platform", str(cores)])
+            if python is not None:
+                mine, theirs, check = fcfs_vs_accasim(src, python, args.bench, plain, cores,
+                                                      shift, work, args.timeout)
                 jobs = json.loads(mine.stdout)["jobs"]
-                line = (f"  --platform {cores} {ours_policy}: ours {mine.cpu:.2f} s "
-                        f"({jobs / mine.cpu:,.0f} jobs/s)")
-                starts = csv_starts(results / "ours" / "jobs.csv")
-                if policy == "easy" and args.reference:
-                    ref = reference_starts(plain, cores, shift)
-                    line += "; " + same_starts(starts, ref, "textbook EASY", jobs)
-                if python is not None:
-                    theirs = accasim_run(python, args.bench, plain, policy, cores, results,
-                                         args.timeout)
-                    if isinstance(theirs, str):
-                        line += f"; {theirs}"
-                    else:
-                        loaded = json.loads(theirs.stdout.strip().splitlines()[-1])
-                        count = loaded["loaded_jobs"]
-                        line += (f"; AccaSim {theirs.cpu:.2f} s ({count / theirs.cpu:,.0f} "
-                                 f"jobs/s, {count:,} jobs); ours/AccaSim "
-                                 f"{theirs.cpu / mine.cpu:.1f}x")
-                        if policy == "fifo":
-                            acc = shifted(accasim_starts(results, plain), shift)
-                            line += "; " + same_starts(starts, acc, "AccaSim", jobs)
+                line = (f"  --platform {cores} fcfs: ours {mine.cpu:.2f} s "
+                        f"({jobs / mine.cpu:,.0f} jobs/s, {mine.rss_mib:.0f} MiB)")
+                if isinstance(theirs, str):
+                    line += f"; {theirs}"
+                    table.append(f"| {name} | {jobs:,} | {mine.cpu:.2f} s | {theirs} |")
+                else:
+                    count = json.loads(theirs.stdout.strip().splitlines()[-1])["loaded_jobs"]
+                    line += (f"; AccaSim FIFO {theirs.cpu:.2f} s ({count / theirs.cpu:,.0f} "
+                             f"jobs/s, {count:,} jobs, {theirs.rss_mib:.0f} MiB); AccaSim/ours "
+                             f"{theirs.cpu / mine.cpu:.1f}x; {check}")
+                    table.append(f"| {name} | {jobs:,} | {mine.cpu:.2f} s | {theirs.cpu:.2f} s "
+                                 f"| {theirs.cpu / mine.cpu:.1f}x | {jobs / mine.cpu:,.0f} | "
+                                 f"{count / theirs.cpu:,.0f} |")
                 print(line, flush=True)
+                if args.zero_as_one:
+                    _, _, check = fcfs_vs_accasim(src, python, args.bench, zero_as_one(plain),
+                                                  cores, shift, work, args.timeout)
+                    print(f"  run time 0 made 1 s on both sides: {check}", flush=True)
+            if args.no_easy or (python is None and not args.reference):
+                continue
+            results = work / f"{name}-easy"
+            mine = ours(src, log, results / "ours", ["--policy", "easy", "--platform", str(cores)])
+            jobs = json.loads(mine.stdout)["jobs"]
+            line = (f"  --platform {cores} easy: ours {mine.cpu:.2f} s "
+                    f"({jobs / mine.cpu:,.0f} jobs/s)")
+            if args.reference:
+                starts = csv_starts(results / "ours" / "jobs.csv")
+                line += "; " + same_starts(starts, reference_starts(plain, cores, shift),
+                                           "textbook EASY", jobs)
+            if python is not None:
+                theirs = accasim_run(python, args.bench, plain, "easy", cores, results,
+                                     args.timeout)
+                line += f"; {theirs}" if isinstance(theirs, str) else (
+                    f"; AccaSim EASY {theirs.cpu:.2f} s; AccaSim/ours "
+                    f"{theirs.cpu / mine.cpu:.1f}x")
+            print(line, flush=True)
+    if table:
+        print("\n| log | jobs | ours FCFS | AccaSim FIFO | AccaSim/ours | ours jobs/s | "
+              "AccaSim jobs/s |\n|---|---|---|---|---|---|---|")
+        print("\n".join(table))
     return 0
 
 

@@ -90,12 +90,21 @@ def _expected_counts(data: list[str], per_node: int) -> dict[str, int]:
 @pytest.mark.parametrize("name", list(LOGS))
 def test_a_log_runs_as_it_is_on_the_machine_its_header_describes(
         name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Most of RICC's jobs are not whole nodes of 8 (its scheduler shared nodes): it runs on
+    MaxProcs one-processor nodes, and ``trace`` says so; the others on MaxNodes nodes."""
     path, _, data = _head(name, tmp_path)
     nodes, per_node = LOGS[name]
+    not_whole = _expected_counts(data, per_node)["rounded_up_to_nodes"]
+    shared = not_whole * 2 > len(data)  # counted here from the raw lines
+    assert shared == (name == "RICC-2010-2")
+    if shared:
+        nodes, per_node = nodes * per_node, 1
     summary, rows = _simulate(tmp_path, capsys, "--workload", str(path))
     assert summary["platform"] == str(nodes)
     trace = summary["trace"]
     assert trace["platform_from_header"] == nodes and trace["procs_per_node"] == per_node
+    assert trace.get("processors_as_nodes", 0) == int(shared)
+    assert trace.get("not_whole_nodes") == (not_whole if shared else None)
     expected = _expected_counts(data, per_node)
     assert {key: trace[key] for key in expected} == expected
     assert summary["jobs"] == summary["completed"] == expected["jobs"] == len(rows)
@@ -213,6 +222,59 @@ def test_a_damaged_gzip_log_is_refused_with_exit_2(
     path.write_bytes(path.read_bytes()[:-40])  # cut short
     assert main(["simulate", "--workload", str(path), "--json"]) == 2
     assert "gzip" in capsys.readouterr().err
+
+
+@needs_traces
+def test_procs_per_node_keeps_whole_nodes_on_a_log_of_shared_nodes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path, _, data = _head("RICC-2010-2", tmp_path)
+    summary, _ = _simulate(tmp_path, capsys, "--workload", str(path), "--procs-per-node", "8")
+    assert summary["platform"] == "1024" and "processors_as_nodes" not in summary["trace"]
+    not_whole = _expected_counts(data, 8)["rounded_up_to_nodes"]
+    assert summary["trace"]["rounded_up_to_nodes"] == not_whole > len(data) / 2
+
+
+@pytest.mark.parametrize(("sizes", "platform", "per_node"), [
+    ([8, 3, 5, 16, 4], "64", 1),    # 3 of 5 not whole nodes of 8: processors as nodes
+    ([8, 3, 5, 16, 24], "8", 8),    # 2 of 5: whole nodes, rounded up
+    ([8, 3, 5, 16], "8", 8),        # 2 of 4: half is not most
+])
+def test_a_log_most_of_whose_jobs_are_not_whole_nodes_runs_on_processors(
+        sizes: list[int], platform: str, per_node: int, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    header = ["; MaxNodes: 8", "; MaxProcs: 64"]
+    path = _write(tmp_path / "log.swf", header,
+                  [_line(n, n, 10, size, 20, 1) for n, size in enumerate(sizes, 1)])
+    out = tmp_path / "out"
+    assert main(["simulate", "--policy", "fcfs", "--workload", str(path), "--out", str(out),
+                 "--no-figures"]) == 0
+    table = capsys.readouterr()
+    summary = json.loads((out / "summary.json").read_text())
+    trace = summary["trace"]
+    assert summary["platform"] == platform and trace["platform_from_header"] == int(platform)
+    assert trace["procs_per_node"] == per_node
+    not_whole = sum(size % 8 != 0 for size in sizes)
+    if per_node == 1:  # said in trace, in the table's trace line and once on stderr
+        assert trace["processors_as_nodes"] == 1 and trace["not_whole_nodes"] == not_whole
+        assert trace["rounded_up_to_nodes"] == 0
+        assert "processors_as_nodes 1" in table.out and "--procs-per-node 8" in table.err
+    else:
+        assert "processors_as_nodes" not in trace and "--procs-per-node" not in table.err
+        assert trace["rounded_up_to_nodes"] == not_whole
+    with (out / "jobs.csv").open(newline="") as handle:
+        got = [int(row["initial_size"]) for row in csv.DictReader(handle)]
+    assert got == [math.ceil(size / per_node) for size in sizes]
+
+
+def test_the_header_gives_the_machine_with_processors_as_the_unit_when_nodes_were_shared(
+        ) -> None:
+    ricc = LogHeader.of(["; MaxNodes: 1024", "; MaxProcs: 8192"])
+    assert ricc.machine(355_230, 447_794) == (8192, 1)
+    assert ricc.machine(223_897, 447_794) == (1024, 8)  # exactly half: whole nodes
+    assert ricc.machine(223_898, 447_794) == (8192, 1)
+    assert LogHeader.of(["; MaxProcs: 64"]).machine(10, 11) == (64, 1)
+    assert LogHeader.of(["; MaxNodes: 3", "; MaxProcs: 64"]).machine(10, 11) == (64, 1)
+    assert LogHeader.of([]).machine(1, 1) is None
 
 
 def test_procs_per_node_needs_a_file(capsys: pytest.CaptureFixture[str]) -> None:

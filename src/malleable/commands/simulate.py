@@ -240,7 +240,12 @@ def _pure() -> bool:
 def _as_log(read: SwfTrace, args: argparse.Namespace
             ) -> tuple[list[JobSpec] | JobTable, str | None, dict[str, int | float]]:
     """An SWF file's jobs under the rules for real logs, the platform (``--platform``, or
-    the header's node count as ``N``; None: das3) and the summary's ``trace`` counts."""
+    the header's machine as ``N``; None: das3) and the summary's ``trace`` counts.
+
+    Without ``--platform`` and ``--procs-per-node``, a log most of whose jobs are not whole
+    nodes runs on ``MaxProcs`` one-processor nodes (:meth:`LogHeader.machine`): ``trace``
+    then says ``processors_as_nodes 1`` and how many jobs were not whole nodes, and one
+    stderr line says how to keep whole nodes (``--procs-per-node``)."""
     from malleable.workloads.swf_log import LogHeader, as_log
 
     log = LogHeader.of(read.header)
@@ -250,7 +255,18 @@ def _as_log(read: SwfTrace, args: argparse.Namespace
         spec = str(log.nodes)
         per_node = per_node if per_node is not None else log.per_node() or 1
     jobs, trace = as_log(read.jobs, log, per_node if per_node is not None else 1, read.counts)
+    if args.platform is None and args.procs_per_node is None and per_node is not None:
+        not_whole = int(trace["rounded_up_to_nodes"])
+        machine = log.machine(not_whole, len(jobs))
+        if machine is not None and machine[1] != per_node:  # processors as the unit
+            jobs, trace = as_log(read.jobs, log, machine[1], read.counts)
+            spec = str(machine[0])
+            trace.update(processors_as_nodes=1, not_whole_nodes=not_whole)
+            print(f"malleable: {not_whole:,} of {len(jobs):,} jobs of this log are not whole "
+                  f"nodes of {per_node} processors: it runs on {machine[0]} one-processor "
+                  f"nodes (--procs-per-node {per_node} for {log.nodes} whole nodes)",
+                  file=sys.stderr)
     trace["skipped"] = read.skipped
-    if args.platform is None and log.nodes is not None:
-        trace["platform_from_header"] = log.nodes
+    if args.platform is None and spec is not None:
+        trace["platform_from_header"] = int(spec)
     return jobs, spec, trace

@@ -22,6 +22,8 @@ one touched, for the summary (``trace``). Nothing is dropped or changed silently
   its processors divided by that, rounded up to whole nodes (``rounded_up_to_nodes``
   counts those that were not whole). ``simulate --procs-per-node K`` says otherwise;
   ``--platform N`` takes processors as nodes unless ``--procs-per-node`` is also given.
+  When most of a log's jobs are not whole nodes (:meth:`LogHeader.machine`), processors are
+  the unit: ``MaxProcs`` one-processor nodes (``processors_as_nodes``, ``not_whole_nodes``).
 * **submit times**: with ``UnixStartTime: 0`` in the header and a first submit time at or
   after :data:`EPOCH_FROM` (1973), the submit times are absolute Unix times: all are
   shifted by the first one, which then submits at 0 (``submit_shift_s``). Otherwise they
@@ -46,6 +48,10 @@ if TYPE_CHECKING:
 
 EPOCH_FROM = 100_000_000
 """The least first submit time taken as a Unix time under ``UnixStartTime: 0`` (1973)."""
+
+SHARED_NODES = 0.5
+"""The share of a log's jobs that, when more of them than this are not whole nodes, makes
+processors the unit of the header's platform (:meth:`LogHeader.machine`)."""
 
 _FIELD = re.compile(r";\s*(MaxNodes|MaxProcs|UnixStartTime)\s*:\s*(-?\d+)")
 
@@ -89,6 +95,21 @@ class LogHeader:
         if self.max_procs % self.max_nodes:
             return None
         return self.max_procs // self.max_nodes
+
+    def machine(self, not_whole: int, jobs: int) -> tuple[int, int] | None:
+        """The platform for a log of ``jobs`` jobs, ``not_whole`` of which ask for a number
+        of processors that is not whole nodes of :meth:`per_node` processors: (nodes,
+        processors a node). The header's nodes, unless most jobs (more than
+        :data:`SHARED_NODES` of them) are not whole nodes: the machine then shared its nodes
+        between jobs (RIKEN RICC 2010: 355,230 of 447,794), and rounding each job up to whole
+        nodes would multiply its demand, so processors are the unit: ``MaxProcs``
+        one-processor nodes. None when the header gives neither count."""
+        nodes, per_node = self.nodes, self.per_node() or 1
+        if nodes is None:
+            return None
+        if per_node > 1 and self.max_procs is not None and not_whole > SHARED_NODES * jobs:
+            return self.max_procs, 1
+        return nodes, per_node
 
 
 def submit_shift(header: LogHeader, first_submit: float) -> float:
