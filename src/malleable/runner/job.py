@@ -35,7 +35,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Self
+from typing import Any, ClassVar, Protocol, Self
 
 import malleable.adapters.slurm.meta as meta
 from malleable.adapters.outcomes import Outcome, ResizeResult
@@ -211,6 +211,9 @@ class MpiJob:
     seq: int = 0
     requests_seen: int = 0
     _released_at: float = -1e9
+
+    LIVE: ClassVar[tuple[str, ...]] = ("RUNNING", "RESIZING", "COMPLETING")
+    """The state words in which a cancelled job may still hold its processes."""
 
     @classmethod
     def slurm(cls, ctl: SlurmCtl, shell: NodeShell, launch: Launch,
@@ -565,10 +568,14 @@ class MpiJob:
         if self.native_id is None:
             return []
         self._control().cancel(self.native_id)
+        return self._left_after(timeout)
+
+    def _left_after(self, timeout: float) -> list[str]:
+        """Once the job has left the states of :attr:`LIVE` (a job its site forgot counts
+        as cancelled), the processes still alive; those alive after ``timeout`` seconds."""
         deadline = self.clock() + timeout
         while self.clock() < deadline:
-            if (_word(self.look()) or "CANCELLED") not in ("RUNNING", "RESIZING",
-                                                                 "COMPLETING"):
+            if (_word(self.look()) or "CANCELLED") not in self.LIVE:
                 left = self.leftovers()
                 if not left:
                     return []

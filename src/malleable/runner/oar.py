@@ -27,7 +27,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from malleable.adapters.oar.ctl import OarCtl
 from malleable.adapters.oar.parse import OarJob
@@ -111,6 +111,10 @@ class OarMpiJob(MpiJob):
     grow_wait: float = 60.0
     script_dir: str = ".malleable/mpi"
     name: str = "mpi"
+
+    LIVE: ClassVar[tuple[str, ...]] = ("RUNNING", "PENDING", "COMPLETING")
+    """As :attr:`MpiJob.LIVE`, in the words :meth:`look` maps OAR's states to (a job still
+    waiting counts as live here, as it always did)."""
 
     @classmethod
     def make(cls, shell: NodeShell, launch: Launch, native_id: int | None = None,
@@ -261,16 +265,7 @@ class OarMpiJob(MpiJob):
         if self.native_id is None:
             return []
         self._ctl.delete([self.native_id, *self.extensions.values()])
-        deadline = self.clock() + timeout
-        while self.clock() < deadline:
-            look = self.look()
-            if (look.state if look else "CANCELLED") not in ("RUNNING", "PENDING",
-                                                             "COMPLETING"):
-                left = self.leftovers()
-                if not left:
-                    return []
-            self.sleep(self.poll)
-        return self.leftovers()
+        return self._left_after(timeout)
 
     def _postmortem(self, job: JobLook | None) -> str:
         host = self.batch or (job.batch_host if job else "")
