@@ -366,7 +366,7 @@ def easy_schedule(queue: Sequence[WaitingJob], plan: Plan,
             low, high, wall = index.bounds(first // block)
             if high <= largest:  # (a job too big for every cluster is rejected: walk)
                 if low > most_free:  # none starts, the first left waiting is the head
-                    if head is None:
+                    if head is None and low != _EMPTY:
                         head = index.first(first)
                     continue
                 if head is not None:
@@ -377,8 +377,8 @@ def easy_schedule(queue: Sequence[WaitingJob], plan: Plan,
                             sure, by = _bounds(plan, reservation)
                     if low > sure and now + wall > by:
                         continue  # none fits where it need not end by the shadow time
-        for i in range(first, min(first + block, count)):
-            waiting = order[i]
+        for i, waiting in enumerate(order if index is None else order[first:first + block],
+                                    first):
             if waiting is None:  # (a job gone from an index's queue)
                 continue
             if most_free <= 0 and head is not None:
@@ -427,6 +427,11 @@ def easy_schedule(queue: Sequence[WaitingJob], plan: Plan,
     return left
 
 
+LONG_QUEUE = 128
+"""EasyPolicy walks a queue this long or longer through its :class:`QueueIndex` (a short
+one job by job: the index's upkeep costs more than the walk it spares)."""
+
+
 class QueueIndex:
     """The manager's queue in blocks of :attr:`BLOCK` jobs, with each block's smallest
     and largest start size and smallest wall time, kept up to date from the queue's
@@ -442,7 +447,8 @@ class QueueIndex:
 
     BLOCK = 64
 
-    __slots__ = ("_dirty", "_high", "_log", "_low", "_seen", "_wall", "_where", "jobs")
+    __slots__ = ("_dead", "_dirty", "_high", "_log", "_low", "_seen", "_wall", "_where",
+                 "jobs")
 
     def __init__(self) -> None:
         self.jobs: list[WaitingJob | None] = []
@@ -453,6 +459,9 @@ class QueueIndex:
         self._dirty: list[bool] = []
         self._log: Sequence[str] | None = None
         self._seen = 0
+        self._dead = 0
+        """Places left None in ``jobs``: more than the jobs (and a few), and the list is
+        made again without them."""
 
     def sync(self, waiting: Sequence[WaitingJob],
              log: tuple[Sequence[str], int, Mapping[str, WaitingJob]]) -> None:
@@ -462,6 +471,8 @@ class QueueIndex:
         if entries is self._log and self._seen <= length:
             if self._seen < length:
                 self._follow(entries[self._seen:length], queue)
+                if self._dead > len(self._where) + 16:
+                    self._rebuild([job for job in self.jobs if job is not None])
         else:
             self._rebuild(waiting)
         self._log = entries
@@ -469,6 +480,7 @@ class QueueIndex:
 
     def _rebuild(self, waiting: Sequence[WaitingJob]) -> None:
         self.jobs = []
+        self._dead = 0
         self._where = {}
         self._low, self._high, self._wall, self._dirty = [], [], [], []
         for job in waiting:
@@ -478,10 +490,13 @@ class QueueIndex:
         """Each id that came or went (the last time it is logged gives its place):
         out of its old place if it had one, at the end if it is in the queue now."""
         where, jobs, dirty, block = self._where, self.jobs, self._dirty, self.BLOCK
-        for job_id in reversed(dict.fromkeys(reversed(changed))):
+        if len(changed) > 1:  # (an id logged twice: its last place counts)
+            changed = list(reversed(dict.fromkeys(reversed(changed))))
+        for job_id in changed:
             place = where.pop(job_id, None)
             if place is not None:
                 jobs[place] = None
+                self._dead += 1
                 dirty[place // block] = True
             job = queue.get(job_id)
             if job is not None:
@@ -527,7 +542,9 @@ class QueueIndex:
 
     def first(self, start: int) -> JobSpec | None:
         """The spec of the first job at or after ``start`` in its block."""
-        for job in self.jobs[start:start + self.BLOCK]:
+        jobs = self.jobs
+        for i in range(start, min(start + self.BLOCK, len(jobs))):
+            job = jobs[i]
             if job is not None:
                 return job.spec
         return None
@@ -621,7 +638,7 @@ class EasyPolicy:
             return
         plan = Plan.of(view, now, self._ends)
         log = view.queue_log
-        if log is None:
+        if log is None or len(view.waiting) < LONG_QUEUE:
             yield from easy_schedule(view.waiting, plan, self.malleable_start, keep=False)
             return
         self._queue.sync(view.waiting, log)
