@@ -1,0 +1,156 @@
+"""EASY's index over the queue (blocks with their smallest start size and wall time, kept
+from the manager's queue change log) lists the queue as it is, and the pass that passes
+over whole blocks decides as the plain pass that tries every job."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from malleable.manager import Manager
+from malleable.model import JobKind, JobSpec, Place, View, WaitingJob
+from malleable.policies.easy import LONG_QUEUE, EasyPolicy, Plan, QueueIndex, easy_schedule
+from malleable.sim.cluster import SimCluster
+from malleable.sim.engine import Engine
+from tests.fakes.builders import drive, rigid
+from tests.unit.test_easy_shortcuts import answers, outcome, plain_pass, random_spec, random_state
+
+
+def runs(rng: random.Random, first: int, largest: int) -> list[WaitingJob]:
+    """A long queue in runs (as a real log's): runs of big jobs, of long jobs without a
+    wall time, of short small ones, and mixed ones, so that whole blocks can be passed."""
+    jobs: list[WaitingJob] = []
+    n = first
+    while len(jobs) < rng.randint(LONG_QUEUE, 3 * LONG_QUEUE):
+        kind = rng.random()
+        for _ in range(rng.choice((5, 40, 64, 90, 150))):
+            n += 1
+            if kind < 0.3:
+                size = rng.randint(max(1, largest - 3), largest)
+                spec = JobSpec(f"q{n}", JobKind.RIGID, size, size, size,
+                               walltime=rng.choice((None, 50.0, 200.0)))
+            elif kind < 0.55:
+                size = rng.randint(2, max(2, largest // 2))
+                spec = JobSpec(f"q{n}", JobKind.RIGID, size, size, size,
+                               walltime=rng.choice((None, 500.0)))
+            else:
+                spec = random_spec(rng, n, largest)
+            jobs.append(WaitingJob(spec))
+    return jobs
+
+
+def indexed(index: QueueIndex):  # type: ignore[no-untyped-def]
+    def schedule(queue, plan):  # type: ignore[no-untyped-def]
+        left = yield from easy_schedule(queue, plan, keep=False, index=index)
+        return left
+    return schedule
+
+
+def listed(index: QueueIndex) -> list[WaitingJob]:
+    return [job for job in index.jobs if job is not None]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_indexed_pass_decides_as_the_plain_pass_while_the_queue_changes(seed: int) -> None:
+    """A long-lived index followed through a log of arrivals, departures anywhere and
+    jobs coming back (to the end), and sometimes a new log (read again): after every
+    change it lists the queue in order, and the pass through it yields the plain pass's
+    actions (with the same answers) on random cluster states."""
+    rng = random.Random(500 + seed)
+    index = QueueIndex()
+    view, now, refused = random_state(rng)
+    largest = max(c.nodes for c in view.clusters.values())
+    queue = {w.id: w for w in runs(rng, 0, largest)}
+    log = list(queue)
+    made = 10_000
+    passed = 0
+    for step in range(25):
+        view, now, refused = random_state(rng)
+        largest = max(c.nodes for c in view.clusters.values())
+        waiting = list(queue.values())
+        index.sync(waiting, (log, len(log), queue))
+        assert listed(index) == waiting, (seed, step)
+        state = View(now, view.clusters, waiting)
+        got = outcome(indexed(index), state, now, refused)[0]
+        assert got == outcome(plain_pass, state, now, refused)[0], (seed, step)
+        passed += sum(1 for a, _ in got if isinstance(a, Place))
+        gone = rng.sample(sorted(queue), rng.randint(0, len(queue) // 3))
+        for job_id in gone:
+            del queue[job_id]
+            log.append(job_id)
+        for job_id in rng.sample(gone, min(len(gone), rng.randint(0, 5))):
+            queue[job_id] = WaitingJob(JobSpec(job_id, JobKind.RIGID, 1, 1, 1))
+            log.append(job_id)  # back, at the end
+        for job in runs(rng, made, largest)[: rng.randint(0, 80)]:
+            queue[job.id] = job
+            log.append(job.id)
+        made += 1000
+        if rng.random() < 0.1:
+            log = []  # a new log: the index reads the queue again
+    assert passed > 0
+
+
+class Watched(list[WaitingJob | None]):
+    """An index's job list that counts the blocks the pass walks (it slices each)."""
+
+    walked = 0
+
+    def __getitem__(self, item):  # type: ignore[no-untyped-def]
+        if isinstance(item, slice):
+            Watched.walked += 1
+        return super().__getitem__(item)
+
+
+def test_the_runs_pass_over_blocks() -> None:
+    """The states above let the pass skip whole blocks (else the test shows nothing)."""
+    rng = random.Random(7)
+    blocks = 0
+    Watched.walked = 0
+    for _ in range(40):
+        view, now, refused = random_state(rng)
+        largest = max(c.nodes for c in view.clusters.values())
+        queue = runs(rng, 0, largest)
+        index = QueueIndex()
+        index.sync(queue, ([], 0, {w.id: w for w in queue}))
+        index.jobs = Watched(index.jobs)
+        state = View(now, view.clusters, queue)
+        drive(easy_schedule(queue, Plan.of(state, now), keep=False, index=index),
+              answers(refused))
+        blocks += -(-len(queue) // QueueIndex.BLOCK)
+    assert Watched.walked < blocks
+
+
+def test_the_manager_logs_every_way_into_and_out_of_its_queue() -> None:
+    """Submit, withdraw, take_placed, a job given back (to the end), restore: an index fed
+    the manager's view of each cycle lists the manager's queue in order."""
+    engine = Engine()
+    site = SimCluster("c", 4, engine)
+    seen: list[View] = []
+
+    class Watch(EasyPolicy):
+        def decide(self, view, now):  # type: ignore[no-untyped-def]
+            seen.append(view)
+            return super().decide(view, now)
+
+    manager = Manager(Watch(), {"c": site})
+    index = QueueIndex()
+
+    def check() -> None:
+        manager.cycle(engine.now)
+        view = seen[-1]
+        assert view.queue_log is not None
+        index.sync(view.waiting, view.queue_log)
+        assert [w.id for w in listed(index)] == manager.waiting_ids()
+
+    for n in range(LONG_QUEUE + 20):
+        manager.submit(rigid(f"j{n}", 4, 10.0))  # j0 starts, the others wait
+    check()
+    assert manager.withdraw("j5", 0.0, "user")
+    assert manager.take_placed("j7", "c", 1, 0.0)
+    manager.submit(rigid("late", 4, 10.0))
+    check()
+    manager.restore([], {})
+    check()
+    assert manager.waiting_ids()[:3] == ["j1", "j2", "j3"]
+    assert manager.waiting_ids()[-1] == "late"
