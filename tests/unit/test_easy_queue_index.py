@@ -13,7 +13,7 @@ from malleable.model import JobKind, JobSpec, Place, View, WaitingJob
 from malleable.policies.easy import LONG_QUEUE, EasyPolicy, Plan, QueueIndex, easy_schedule
 from malleable.sim.cluster import SimCluster
 from malleable.sim.engine import Engine
-from tests.fakes.builders import drive, rigid
+from tests.fakes.builders import cluster, drive, rigid, running
 from tests.unit.test_easy_shortcuts import answers, outcome, plain_pass, random_spec, random_state
 
 
@@ -102,23 +102,30 @@ class Watched(list[WaitingJob | None]):
         return super().__getitem__(item)
 
 
-def test_the_runs_pass_over_blocks() -> None:
-    """The states above let the pass skip whole blocks (else the test shows nothing)."""
-    rng = random.Random(7)
-    blocks = 0
+def test_the_pass_walks_only_the_blocks_where_a_job_can_start() -> None:
+    """8 nodes, 4 free until a job ends at 100; the head needs 8 (shadow time 100, no
+    extra node). A block of the head and jobs of 6 nodes (too big for the 4 free), two of
+    jobs of 2 nodes running 1,000 s (past the shadow time, no extra node), and one with a
+    job of 1 node for 50 s: only that block is walked, and it is backfilled."""
+    block = QueueIndex.BLOCK
+    specs = [rigid("head", 8)]
+    specs += [rigid(f"six{n}", 6) for n in range(block - 1)]
+    specs += [JobSpec(f"two{n}", JobKind.RIGID, 2, 2, 2, walltime=1000.0)
+              for n in range(2 * block)]
+    specs += [JobSpec(f"late{n}", JobKind.RIGID, 6, 6, 6) for n in range(block - 1)]
+    specs.append(JobSpec("short", JobKind.RIGID, 1, 1, 1, walltime=50.0))
+    queue = [WaitingJob(spec) for spec in specs]
+    busy = JobSpec("busy", JobKind.RIGID, 4, 4, 4, walltime=100.0)
+    state = View(0.0, {"c": cluster("c", 8, [running(busy, 4, 0.0)])}, queue)
+    index = QueueIndex()
+    index.sync(queue, ([], 0, {w.id: w for w in queue}))
+    index.jobs = Watched(index.jobs)
     Watched.walked = 0
-    for _ in range(40):
-        view, now, refused = random_state(rng)
-        largest = max(c.nodes for c in view.clusters.values())
-        queue = runs(rng, 0, largest)
-        index = QueueIndex()
-        index.sync(queue, ([], 0, {w.id: w for w in queue}))
-        index.jobs = Watched(index.jobs)
-        state = View(now, view.clusters, queue)
-        drive(easy_schedule(queue, Plan.of(state, now), keep=False, index=index),
-              answers(refused))
-        blocks += -(-len(queue) // QueueIndex.BLOCK)
-    assert Watched.walked < blocks
+    got = drive(easy_schedule(queue, Plan.of(state, 0.0), keep=False, index=index),
+                answers(set()))
+    assert got == [(Place("short", "c", 1), 1)]
+    assert got == outcome(plain_pass, state, 0.0, set())[0]
+    assert Watched.walked == 1
 
 
 def test_the_manager_logs_every_way_into_and_out_of_its_queue() -> None:
