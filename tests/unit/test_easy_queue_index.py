@@ -9,7 +9,7 @@ import random
 import pytest
 
 from malleable.manager import Manager
-from malleable.model import JobKind, JobSpec, Place, View, WaitingJob
+from malleable.model import Action, JobKind, JobSpec, Place, View, WaitingJob
 from malleable.policies.easy import LONG_QUEUE, EasyPolicy, Plan, QueueIndex, easy_schedule
 from malleable.sim.cluster import SimCluster
 from malleable.sim.engine import Engine
@@ -91,22 +91,15 @@ def test_the_indexed_pass_decides_as_the_plain_pass_while_the_queue_changes(seed
     assert passed > 0
 
 
-class Watched(list[WaitingJob | None]):
-    """An index's job list that counts the blocks the pass walks (it slices each)."""
-
-    walked = 0
-
-    def __getitem__(self, item):  # type: ignore[no-untyped-def]
-        if isinstance(item, slice):
-            Watched.walked += 1
-        return super().__getitem__(item)
-
-
 def test_the_pass_walks_only_the_blocks_where_a_job_can_start() -> None:
     """8 nodes, 4 free until a job ends at 100; the head needs 8 (shadow time 100, no
     extra node). A block of the head and jobs of 6 nodes (too big for the 4 free), two of
-    jobs of 2 nodes running 1,000 s (past the shadow time, no extra node), and one with a
-    job of 1 node for 50 s: only that block is walked, and it is backfilled."""
+    jobs of 2 nodes running 1,000 s (past the shadow time, no extra node), and one of jobs
+    of 6 nodes ending with a job of 1 node for 50 s, which is backfilled. The pass goes by
+    the blocks' bounds: with a block's bounds made to say that nothing in it can start (a
+    smallest wall time or start size larger than its jobs'), a job that could start there
+    is passed over, which shows that the pass skips blocks by each of its two tests (a
+    walk job by job would start it)."""
     block = QueueIndex.BLOCK
     specs = [rigid("head", 8)]
     specs += [rigid(f"six{n}", 6) for n in range(block - 1)]
@@ -114,18 +107,32 @@ def test_the_pass_walks_only_the_blocks_where_a_job_can_start() -> None:
               for n in range(2 * block)]
     specs += [JobSpec(f"late{n}", JobKind.RIGID, 6, 6, 6) for n in range(block - 1)]
     specs.append(JobSpec("short", JobKind.RIGID, 1, 1, 1, walltime=50.0))
-    queue = [WaitingJob(spec) for spec in specs]
     busy = JobSpec("busy", JobKind.RIGID, 4, 4, 4, walltime=100.0)
-    state = View(0.0, {"c": cluster("c", 8, [running(busy, 4, 0.0)])}, queue)
-    index = QueueIndex()
-    index.sync(queue, ([], 0, {w.id: w for w in queue}))
-    index.jobs = Watched(index.jobs)
-    Watched.walked = 0
-    got = drive(easy_schedule(queue, Plan.of(state, 0.0), keep=False, index=index),
-                answers(set()))
-    assert got == [(Place("short", "c", 1), 1)]
-    assert got == outcome(plain_pass, state, 0.0, set())[0]
-    assert Watched.walked == 1
+
+    def decide(specs: list[JobSpec], low: dict[int, int],
+               wall: dict[int, float]) -> list[tuple[Action, object]]:
+        queue = [WaitingJob(spec) for spec in specs]
+        state = View(0.0, {"c": cluster("c", 8, [running(busy, 4, 0.0)])}, queue)
+        index = QueueIndex()
+        index.sync(queue, ([], 0, {w.id: w for w in queue}))
+        for k in low:
+            index.bounds(k)
+            index._low[k] = low[k]
+        for k in wall:
+            index.bounds(k)
+            index._wall[k] = wall[k]
+        got = drive(easy_schedule(queue, Plan.of(state, 0.0), keep=False, index=index),
+                    answers(set()))
+        if not low and not wall:
+            assert got == outcome(plain_pass, state, 0.0, set())[0]
+        return got
+
+    assert decide(specs, {}, {}) == [(Place("short", "c", 1), 1)]
+    assert decide(specs, {3: 5}, {}) == []  # "6 nodes at least": passed over (4 free)
+    sneaky = list(specs)
+    sneaky[block + 5] = JobSpec("sneak", JobKind.RIGID, 2, 2, 2, walltime=50.0)
+    assert decide(sneaky, {}, {})[0] == (Place("sneak", "c", 2), 2)
+    assert decide(sneaky, {}, {1: 1000.0}) == [(Place("short", "c", 1), 1)]
 
 
 def test_the_manager_logs_every_way_into_and_out_of_its_queue() -> None:
