@@ -10,7 +10,14 @@ import pytest
 
 from malleable.manager import Manager
 from malleable.model import Action, JobKind, JobSpec, Place, View, WaitingJob
-from malleable.policies.easy import LONG_QUEUE, EasyPolicy, Plan, QueueIndex, easy_schedule
+from malleable.policies.easy import (
+    LONG_QUEUE,
+    QUEUE_BLOCK,
+    EasyPolicy,
+    Plan,
+    QueueIndex,
+    easy_schedule,
+)
 from malleable.sim.cluster import SimCluster
 from malleable.sim.engine import Engine
 from tests.fakes.builders import cluster, drive, rigid, running
@@ -100,7 +107,7 @@ def test_the_pass_walks_only_the_blocks_where_a_job_can_start() -> None:
     smallest wall time or start size larger than its jobs'), a job that could start there
     is passed over, which shows that the pass skips blocks by each of its two tests (a
     walk job by job would start it)."""
-    block = QueueIndex.BLOCK
+    block = QUEUE_BLOCK
     specs = [rigid("head", 8)]
     specs += [rigid(f"six{n}", 6) for n in range(block - 1)]
     specs += [JobSpec(f"two{n}", JobKind.RIGID, 2, 2, 2, walltime=1000.0)

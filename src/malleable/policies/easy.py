@@ -347,7 +347,7 @@ def easy_schedule(queue: Sequence[WaitingJob], plan: Plan,
         if keep:
             raise ValueError("easy_schedule: an index walks without keeping the jobs left")
         order = index.jobs
-        block = index.BLOCK
+        block = QUEUE_BLOCK
     count = len(order)
     largest = max(plan.capacity.values(), default=0)
     left: list[WaitingJob] = []
@@ -432,8 +432,12 @@ LONG_QUEUE = 128
 one job by job: the index's upkeep costs more than the walk it spares)."""
 
 
+QUEUE_BLOCK = 64
+"""The jobs in a block of a :class:`QueueIndex`."""
+
+
 class QueueIndex:
-    """The manager's queue in blocks of :attr:`BLOCK` jobs, with each block's smallest
+    """The manager's queue in blocks of :data:`QUEUE_BLOCK` jobs, with each block's smallest
     and largest start size and smallest wall time, kept up to date from the queue's
     change log (:attr:`View.queue_log`), so that EASY's pass passes over the blocks
     where nothing can start (:func:`easy_schedule`) instead of walking ~2,000 waiting
@@ -444,8 +448,6 @@ class QueueIndex:
     (the manager starts one when it grows long). Only a cache: a pass is the same with
     a fresh index or with a long-lived one.
     """
-
-    BLOCK = 64
 
     __slots__ = ("_dead", "_dirty", "_high", "_log", "_low", "_seen", "_wall", "_where",
                  "jobs")
@@ -489,7 +491,7 @@ class QueueIndex:
     def _follow(self, changed: Sequence[str], queue: Mapping[str, WaitingJob]) -> None:
         """Each id that came or went (the last time it is logged gives its place):
         out of its old place if it had one, at the end if it is in the queue now."""
-        where, jobs, dirty, block = self._where, self.jobs, self._dirty, self.BLOCK
+        where, jobs, dirty, block = self._where, self.jobs, self._dirty, QUEUE_BLOCK
         if len(changed) > 1:  # (an id logged twice: its last place counts)
             changed = list(reversed(dict.fromkeys(reversed(changed))))
         for job_id in changed:
@@ -507,13 +509,13 @@ class QueueIndex:
         self.jobs.append(job)
         self._where[job.spec.id] = place
         low, wall = _low_wall(job.spec)
-        if place % self.BLOCK == 0:
+        if place % QUEUE_BLOCK == 0:
             self._low.append(low)
             self._high.append(low)
             self._wall.append(wall)
             self._dirty.append(False)
             return
-        k = place // self.BLOCK
+        k = place // QUEUE_BLOCK
         if low < self._low[k]:
             self._low[k] = low
         if low > self._high[k]:
@@ -527,8 +529,8 @@ class QueueIndex:
         if self._dirty[k]:
             self._dirty[k] = False
             low, high, wall = _EMPTY, 0, math.inf
-            start = k * self.BLOCK
-            for job in self.jobs[start:start + self.BLOCK]:
+            start = k * QUEUE_BLOCK
+            for job in self.jobs[start:start + QUEUE_BLOCK]:
                 if job is not None:
                     job_low, job_wall = _low_wall(job.spec)
                     if job_low < low:
@@ -543,7 +545,7 @@ class QueueIndex:
     def first(self, start: int) -> JobSpec | None:
         """The spec of the first job at or after ``start`` in its block."""
         jobs = self.jobs
-        for i in range(start, min(start + self.BLOCK, len(jobs))):
+        for i in range(start, min(start + QUEUE_BLOCK, len(jobs))):
             job = jobs[i]
             if job is not None:
                 return job.spec
