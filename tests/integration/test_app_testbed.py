@@ -32,7 +32,7 @@ from malleable.model import JobKind, JobSpec
 from malleable.policies.dmr import DmrPolicy
 from malleable.policies.fcfs import FCFS
 from malleable.runner.demo import example_source, run_schedule
-from malleable.runner.job import MpiJob
+from malleable.runner.job import MpiJob, SlurmJobControl
 from malleable.runner.launch import Launch
 from malleable.runner.nodes import NodeShell
 from malleable.runner.site import MpiPayload, MpiSite
@@ -69,7 +69,9 @@ def jobs(site: SiteConfig, testbed: Testbed) -> Iterator[list[MpiJob]]:
     yield made
     for job in made:
         job.cancel()
-        job.ctl.runner.close()
+        control = job.ctl
+        assert isinstance(control, SlurmJobControl)
+        control.ctl.runner.close()
     wait_for(lambda: idle(testbed) == 6, 60, "every node idle again after the test")
 
 
