@@ -42,15 +42,13 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any
 
 from malleable.errors import InputError
 
 logger = logging.getLogger(__name__)
 
 GROUP = "malleable.adapters"
-
-T = TypeVar("T")
 
 #: The uses a kind may have a builder for (see the module docstring).
 USES = ("commands", "run", "serve", "coorm", "coorm_busy", "submit", "testbed")
@@ -67,9 +65,6 @@ class AdapterKind:
     transports: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """Transports besides SSH/local, by name: the ``module:attr`` of ``builder(site) ->
     ctl`` for a site configured with it."""
-    tools: tuple[str, ...] = ()
-    """The commands its adapter runs to poll and place: a site without a host runs them on
-    this machine, so a run checks they are on its PATH before it starts."""
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.builders) - set(USES))
@@ -100,8 +95,7 @@ SLURM = AdapterKind("slurm", MappingProxyType({
     "coorm_busy": "malleable.coorm.real:slurm_busy",
     "submit": "malleable.site.submit:slurm_copy",
     "testbed": "malleable.testbed.sitekinds:SLURM",
-}), "Slurm", MappingProxyType({"rest": "malleable.adapters.slurm.sites:rest_ctl"}),
-    ("sinfo", "squeue", "sbatch", "scontrol", "scancel"))
+}), "Slurm", MappingProxyType({"rest": "malleable.adapters.slurm.sites:rest_ctl"}))
 
 OAR = AdapterKind("oar", MappingProxyType({
     "commands": "malleable.adapters.oar.sites:oar_ctl_for",
@@ -111,7 +105,7 @@ OAR = AdapterKind("oar", MappingProxyType({
     "coorm_busy": "malleable.coorm.real:oar_busy",
     "submit": "malleable.site.submit:oar_copy",
     "testbed": "malleable.testbed.sitekinds:OAR",
-}), "OAR", tools=("oarstat", "oarsub", "oardel"))
+}), "OAR")
 
 #: Built-in kinds (also declared as entry points in pyproject.toml), in the order messages
 #: list them.
@@ -225,21 +219,3 @@ def label(kind_name: str) -> str:
     """How messages name a kind (``Slurm``, ``OAR``; a plug-in's label or name)."""
     found = BUILTIN.get(kind_name)
     return (found.label or found.name) if found is not None else kind_name
-
-
-def tools(kind_name: str) -> tuple[str, ...]:
-    """The commands a kind's adapter runs to poll and place (:attr:`AdapterKind.tools`;
-    InputError for an unknown kind)."""
-    return kind(kind_name).tools
-
-
-def commands_of(site: Any, ctl: object, cls: type[T]) -> T:
-    """``ctl``, checked to be the commands a builder of ``site``'s kind drives (``cls``): a
-    kind's builder given another kind's commands (a test's factory) is a TypeError naming
-    both, not an error deep in its first poll."""
-    if not isinstance(ctl, cls):
-        name = label(site.kind)
-        article = "an" if name[:1].upper() in "AEIO" else "a"
-        raise TypeError(f"site {site.name}: {article} {name} site needs {name} commands, "
-                        f"not {ctl!r}")
-    return ctl

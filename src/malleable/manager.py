@@ -113,9 +113,6 @@ class Manager:
     _where: dict[str, str] = field(default_factory=dict)
     _active: set[str] = field(default_factory=set)
     _queue_view: _QueueView = field(init=False)
-    _queue_log: list[str] = field(default_factory=list)
-    """The ids that entered or left ``_queue``, in order (:attr:`View.queue_log`; a
-    replaced entry, same id and place, is not logged); a new list when it grows long."""
     last_view: View | None = field(init=False)
     """The view the policy decided on in the last cycle."""
     max_retries: int = 0
@@ -146,7 +143,6 @@ class Manager:
         if spec.id in self.records:
             raise MalleableError(f"job {spec.id} was already submitted")
         self._queue[spec.id] = WaitingJob(spec)
-        self._queue_log.append(spec.id)
         self.records[spec.id] = JobRecord(spec)
         self._active.add(spec.id)
         if self.journal is not None:
@@ -166,7 +162,6 @@ class Manager:
         if job_id not in self._queue:
             return False
         del self._queue[job_id]
-        self._queue_log.append(job_id)
         self._where[job_id] = cluster
         self.records[job_id].place(now, cluster)
         self._log(Operation(now, "place", job_id, cluster, size))
@@ -187,7 +182,6 @@ class Manager:
         if job_id not in self._queue:
             return False
         del self._queue[job_id]
-        self._queue_log.append(job_id)
         self.records[job_id].finish(now, JobState.CANCELLED, reason)
         self._active.discard(job_id)
         self._log(Operation(now, "cancel", job_id, "", 0))
@@ -218,8 +212,6 @@ class Manager:
                 continue
             self._active.add(job_id)
             if job_id not in where:
-                if job_id not in self._queue:
-                    self._queue_log.append(job_id)
                 self._queue[job_id] = WaitingJob(record.spec)
         for op in operations:
             self.operations.append(op)
@@ -230,10 +222,7 @@ class Manager:
 
     def cycle(self, now: float) -> int:
         """One observe -> decide -> act pass; returns how many actions were applied."""
-        log = self._queue_log
-        if len(log) > len(self._queue) + 1024:  # readers then read the queue again
-            log = self._queue_log = []
-        view = View(now, self._observe(), self._queue_view, (log, len(log), self._queue))
+        view = View(now, self._observe(), self._queue_view)
         self.last_view = view
         placed: list[str] = []
         deferred: list[str] = []
@@ -463,8 +452,6 @@ class Manager:
             self.journal.job_event(JobEvent(event.time, job_id, JobState.WAITING, 0, reason))
         self.records[job_id].requeue()
         self._active.add(job_id)
-        if job_id not in self._queue:
-            self._queue_log.append(job_id)
         self._queue[job_id] = WaitingJob(self.records[job_id].spec)
 
     @property
@@ -592,10 +579,8 @@ class Manager:
         self._log(Operation(now, "reject", job_id, "", 0))
 
     def _settle_queue(self, placed: list[str], deferred: list[str], now: float) -> None:
-        log = self._queue_log
         for job_id in placed:
-            if self._queue.pop(job_id, None) is not None:
-                log.append(job_id)
+            self._queue.pop(job_id, None)
         for job_id in deferred:
             waiting = self._queue.get(job_id)
             if waiting is None:
@@ -603,7 +588,6 @@ class Manager:
             tries = waiting.tries + 1
             if self.max_tries is not None and tries >= self.max_tries:
                 del self._queue[job_id]
-                log.append(job_id)
                 self.records[job_id].finish(now, JobState.FAILED,
                                             f"not placed after {tries} tries")
                 self._active.discard(job_id)

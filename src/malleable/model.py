@@ -415,30 +415,17 @@ class View:
 
     A view does not change while a policy decides: actions take effect after the
     decision (the simulator and the adapters both honour this).
-
-    ``queue_log`` is ``(log, length, queue)`` when the source keeps a log of the ids that
-    entered or left the queue (``waiting``), appended in order and shared by its
-    successive views (the manager keeps one), as :attr:`ClusterView.changes` does for
-    running jobs: a reader that last saw the same log at length ``p`` finds every id
-    that came or went since then in ``log[p:length]`` and looks each up in ``queue``
-    (``waiting`` by id; an id that entered the queue again went to its end). A new log
-    object means: read ``waiting`` again. None: no log.
     """
 
     time: float
     clusters: Mapping[str, ClusterView]
     waiting: Sequence[WaitingJob] = ()
-    queue_log: tuple[Sequence[str], int, Mapping[str, WaitingJob]] | None = field(
-        default=None, compare=False, repr=False)
 
     def __init__(self, time: float, clusters: Mapping[str, ClusterView],
-                 waiting: Sequence[WaitingJob] = (),
-                 queue_log: tuple[Sequence[str], int, Mapping[str, WaitingJob]] | None = None,
-                 ) -> None:
+                 waiting: Sequence[WaitingJob] = ()) -> None:
         object.__setattr__(self, "time", time)
         object.__setattr__(self, "clusters", clusters)
         object.__setattr__(self, "waiting", waiting)
-        object.__setattr__(self, "queue_log", queue_log)
 
     def job(self, job_id: str) -> RunningJob | None:
         for cluster in self.clusters.values():

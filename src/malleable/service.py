@@ -333,18 +333,21 @@ def select_sites(config: ClustersConfig, names: str | None) -> tuple[SiteConfig,
     return tuple(config.site(name.strip()) for name in names.split(",") if name.strip())
 
 
+#: The commands a site's adapter runs to poll and place, by ``kind``.
+SITE_COMMANDS = {"slurm": ("sinfo", "squeue", "sbatch", "scontrol", "scancel"),
+                 "oar": ("oarstat", "oarsub", "oardel")}
+
+
 def check_local_commands(sites: Sequence[SiteConfig]) -> None:
     """ExternalError, before a run starts, for a site without ``host`` (its commands run
     on this machine) whose scheduler commands are not on this machine's PATH: "command not
     found" never gets better by waiting, so it is not retried as an unavailable site is."""
     import shutil
 
-    from malleable.kinds import tools
-
     for site in sites:
         if site.ssh is not None or site.rest is not None:  # SSH, or slurmrestd: no commands
             continue
-        missing = [c for c in tools(site.kind) if shutil.which(c) is None]
+        missing = [c for c in SITE_COMMANDS.get(site.kind, ()) if shutil.which(c) is None]
         if missing:
             raise ExternalError(f"site {site.name}: {', '.join(missing)}: command not found on "
                                 f"this machine (the site has no host, so its {site.kind} "

@@ -123,7 +123,7 @@ class FakeSlurm:
         if args[:2] == ["sh", "-c"]:
             return Result(0, self._sinfo() + "\n@@malleable:squeue@@\n" + self._squeue(), "")
         if args[:2] == ["squeue", "--json"]:  # as 22.05: every job, whatever --jobs says
-            return Result(0, self._squeue(refused=True), "")
+            return Result(0, self._squeue(), "")
         if args[:4] == ["scontrol", "-o", "show", "job"] and int(args[4]) in self.refused:
             return Result(0, f"JobId={args[4]} JobName=m.helper JobState=CANCELLED "
                              f"Reason={self.refused[int(args[4])]} NumNodes=1\n", "")
@@ -227,9 +227,7 @@ class FakeSlurm:
 
     # ------------------------------------------------------------ output
 
-    def _squeue(self, refused: bool = False) -> str:
-        """``squeue --json``; with ``refused``, also the helpers salloc was refused (ended
-        at once, CANCELLED with the reason), as a read of one job finds them."""
+    def _squeue(self) -> str:
         jobs = []
         for job in self.jobs.values():
             if job.job_id in self.purged:
@@ -241,11 +239,6 @@ class FakeSlurm:
                        start_time=job.start, end_time=job.end, user_name=job.user,
                        state_reason=job.reason,
                        batch_host=job.nodes[0] if job.nodes else "")
-            jobs.append(raw)
-        for job_id, reason in self.refused.items() if refused else ():
-            raw = dict(_TEMPLATE_JOB)
-            raw.update(job_id=job_id, name="m.helper", comment="", job_state="CANCELLED",
-                       node_count=1, nodes="", state_reason=reason, batch_host="")
             jobs.append(raw)
         return json.dumps({"meta": {}, "errors": [], "jobs": jobs})
 

@@ -32,7 +32,7 @@ from malleable.model import JobKind, JobSpec
 from malleable.policies.dmr import DmrPolicy
 from malleable.policies.fcfs import FCFS
 from malleable.runner.demo import example_source, run_schedule
-from malleable.runner.job import MpiJob, SlurmJobControl
+from malleable.runner.job import MpiJob
 from malleable.runner.launch import Launch
 from malleable.runner.nodes import NodeShell
 from malleable.runner.site import MpiPayload, MpiSite
@@ -69,16 +69,14 @@ def jobs(site: SiteConfig, testbed: Testbed) -> Iterator[list[MpiJob]]:
     yield made
     for job in made:
         job.cancel()
-        control = job.ctl
-        assert isinstance(control, SlurmJobControl)
-        control.ctl.runner.close()
+        job.ctl.runner.close()
     wait_for(lambda: idle(testbed) == 6, 60, "every node idle again after the test")
 
 
 def new_job(site: SiteConfig, example: str, args: tuple[str, ...], made: list[MpiJob]) -> MpiJob:
     ctl = ctl_for(site)
     name, text = example_source(example)
-    job = MpiJob.slurm(ctl, NodeShell(ctl.runner), Launch(name, text, args))
+    job = MpiJob(ctl, NodeShell(ctl.runner), Launch(name, text, args))
     made.append(job)
     return job
 
@@ -143,17 +141,17 @@ def test_jacobi_grows_2_to_4_and_shrinks_to_2_with_slurm_following(
     job = new_job(site, "jacobi", RESIZED, jobs)
     job.submit(2)
     job.wait_started(120)
-    assert scontrol(testbed, job.native_id or 0)[1] == 2
+    assert scontrol(testbed, job.slurm_id or 0)[1] == 2
     wait_progress(job, 15)
     grow = job.resize_to(4)
     assert (grow.after, grow.error) == (4, ""), grow
-    assert scontrol(testbed, job.native_id or 0)[1] == 4  # the allocation follows
+    assert scontrol(testbed, job.slurm_id or 0)[1] == 4  # the allocation follows
     wait_for(lambda: (job.progress() or {}).get("size") == 4, 60, "4 processes at work")
     wait_progress(job, 35)
     assert job.exit_code() is None, "the program ended before the shrink could be offered"
     shrink = job.resize_to(2)
     assert (shrink.after, shrink.error) == (2, ""), shrink
-    wait_for(lambda: scontrol(testbed, job.native_id or 0)[1] == 2, 30,
+    wait_for(lambda: scontrol(testbed, job.slurm_id or 0)[1] == 2, 30,
              "Slurm to show the job on 2 nodes")
     assert job.wait_finished(300) == 0
     assert mpirun_rc(job) == "0"  # no crash of mpirun's teardown after the spawns
@@ -197,7 +195,7 @@ def test_fft_offered_5_takes_4_and_the_fifth_node_returns(
         print(f"\nfft offered 5: {change}; the grow took {change.seconds:.1f} s of the "
               f"{room:.0f} s the job left it; at iteration {at} of {FFT_ITERATIONS}")
         assert (change.before, change.after, change.error) == (2, 4, ""), (change, job.describe())
-        assert scontrol(testbed, job.native_id or 0)[1] == 4
+        assert scontrol(testbed, job.slurm_id or 0)[1] == 4
         assert idle(testbed) == 2  # the fifth node went back to the cluster
         testbed.exec(SITE, ["sh", "-c", 'echo 0 > "$1"', "sh", delay_file], user=user,
                      timeout=40, check=True)
@@ -223,7 +221,7 @@ def test_cancel_in_the_middle_of_a_reconfiguration_leaves_nothing(
              120, "the program to accept the offer")
     other = ctl_for(site)  # a second connection: the grower holds the first
     try:
-        other.cancel(job.native_id or 0)
+        other.cancel(job.slurm_id or 0)
     finally:
         other.runner.close()
     grower.join(120)

@@ -94,7 +94,7 @@ def test_a_background_end_is_bit_for_bit_the_same_on_every_poll() -> None:
     from malleable.coorm.real import SlurmCapSource
     poll = Poll((_job(7, 4, EPOCH + 595.0521),), _nodes(idle=0, allocated=4))
     ctl = SimpleNamespace(poll=lambda: poll, partition=None)
-    site: Any = SimpleNamespace(ctl=ctl, reserve=0, kind="slurm")
+    site: Any = SimpleNamespace(ctl=ctl, reserve=0)
     nows = [0.001459414, 0.5028621760011447, 1.098022343001503, 7.504909647001114]
     wall = iter([EPOCH + t + j for t, j in zip(nows, (0.0, 0.0031, 0.0007, 0.0122), strict=True)])
     source = SlurmCapSource({"vu": site}, epoch=lambda: next(wall))

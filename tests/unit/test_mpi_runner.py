@@ -26,7 +26,7 @@ from tests.fakes.mpi_site import FakeCtl, FakeResizer, FakeSite
 def new_job(site: FakeSite, sleep: Callable[[float], None] = lambda s: None,
             **options: Any) -> MpiJob:
     """A job on the fake site, submitted; ``sleep`` is where a test lets the site move on."""
-    job = MpiJob.slurm(FakeCtl(site), NodeShell(site), Launch("app.py", "print('hi')\n"),  # type: ignore[arg-type]
+    job = MpiJob(FakeCtl(site), NodeShell(site), Launch("app.py", "print('hi')\n"),  # type: ignore[arg-type]
                  resizer=FakeResizer(site), sleep=sleep, poll=0.0,  # type: ignore[arg-type]
                  rejoin_gap=0.0, **options)
     job.submit(2)
@@ -39,7 +39,7 @@ def started_job(site: FakeSite, sleep: Callable[[float], None] = lambda s: None,
     job = new_job(site, sleep, **options)
     site.files[("c0", ".malleable/run/7/nodes")] = "n1 c0\nn2 c0\n"
     job.wait_started(5)
-    return job, job.ctl.ctl  # type: ignore[union-attr,attr-defined]
+    return job, job.ctl  # type: ignore[return-value]
 
 
 def test_batch_script_starts_mpirun_inside_the_job_with_the_traps_avoided() -> None:
@@ -275,7 +275,7 @@ def test_requests_events_result_and_exit_code_come_from_the_channel() -> None:
 
 def test_a_job_that_fails_before_starting_is_reported() -> None:
     site = FakeSite(state="FAILED")
-    job = MpiJob.slurm(FakeCtl(site), NodeShell(site), Launch("a.py", ""),  # type: ignore[arg-type]
+    job = MpiJob(FakeCtl(site), NodeShell(site), Launch("a.py", ""),  # type: ignore[arg-type]
                  resizer=FakeResizer(site), sleep=lambda s: None)  # type: ignore[arg-type]
     job.submit(2)
     with pytest.raises(ExternalError, match=r"FAILED before the runner saw it start.*rc none"):

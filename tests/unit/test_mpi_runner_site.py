@@ -189,7 +189,7 @@ def test_schedule_parsing_and_phase_boundaries() -> None:
 
 def test_run_schedule_resizes_at_phase_starts_and_reads_the_result() -> None:
     fake = FakeSite()
-    job = MpiJob.slurm(FakeCtl(fake), NodeShell(fake), Launch("app.py", ""),  # type: ignore[arg-type]
+    job = MpiJob(FakeCtl(fake), NodeShell(fake), Launch("app.py", ""),  # type: ignore[arg-type]
                  resizer=FakeResizer(fake), sleep=lambda s: None, poll=0.0,  # type: ignore[arg-type]
                  rejoin_gap=0.0)
     ch = ".malleable/run/7/ch"
@@ -229,8 +229,8 @@ def test_app_demo_refuses_a_schedule_larger_than_the_site(
 
 def test_a_step_after_the_job_ended_shows_no_node_count() -> None:
     fake = FakeSite(state="COMPLETED")
-    job = MpiJob.slurm(FakeCtl(fake), NodeShell(fake), Launch("app.py", ""),  # type: ignore[arg-type]
-                 native_id=7)
+    job = MpiJob(FakeCtl(fake), NodeShell(fake), Launch("app.py", ""),  # type: ignore[arg-type]
+                 slurm_id=7)
     assert _slurm_nodes(job) is None
     fake.state = "RUNNING"
     assert _slurm_nodes(job) == 2

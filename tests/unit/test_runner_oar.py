@@ -8,7 +8,6 @@ import pytest
 from malleable.adapters.oar.ctl import OarCtl
 from malleable.adapters.shell import Result
 from malleable.errors import ExternalError
-from malleable.runner.job import MpiJob
 from malleable.runner.launch import Launch, batch_script
 from malleable.runner.oar import OarMpiJob, OarNodeShell, oar_mpi_job, oar_script
 from tests.fakes.oar import FakeOar
@@ -104,13 +103,9 @@ def test_cancel_deletes_base_and_extensions_and_a_deleted_job_is_cancelled() -> 
 
 
 def test_an_oar_job_never_runs_slurm_commands() -> None:
-    """No Slurm object at all (issue 35): the runner's steps that ask a site's
-    :class:`~malleable.runner.job.JobControl` are the OAR job's own, and a step that would
-    still ask one refuses."""
     job = _job(FakeOar(["grid-n1"]))
-    assert job.ctl is None
-    with pytest.raises(ExternalError, match="no resource-manager commands"):
-        MpiJob.look(job)
+    with pytest.raises(ExternalError, match="Slurm command"):
+        job.ctl.poll()
 
 
 def test_the_run_directory_exists_before_oar_starts_the_job() -> None:

@@ -105,7 +105,7 @@ def _run(site: SiteConfig, launch: Launch, schedule: list[int],
     from malleable.runner.nodes import NodeShell
 
     ctl = commands(site, as_kind="slurm")  # Slurm's commands, over the site's transport
-    job = MpiJob.slurm(ctl, NodeShell(ctl.runner, site.command_timeout), launch)
+    job = MpiJob(ctl, NodeShell(ctl.runner, site.command_timeout), launch)
     label = f"{args.example} {','.join(map(str, schedule))}"
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())

@@ -12,7 +12,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from malleable import kinds
 from malleable.errors import InputError
 
 DEFAULT_CONFIG = Path("/etc/malleable/manager.toml")
@@ -128,11 +127,15 @@ def status(args: argparse.Namespace) -> int:
     return 0
 
 
+#: How ``manager status`` names a job's id by its site's kind.
+KIND_LABELS = {"slurm": "Slurm", "oar": "OAR"}
+
+
 def _where(job: dict[str, Any], kind: str | None) -> str:
     """``SITE, Slurm job ID`` (``OAR job``); a status file of a service older than the
     ``native_id`` field (no kind either) gives ``SITE #ID``."""
     native = job.get("native_id", job.get("slurm_id"))
-    label = kinds.label(kind) if kind else ""
+    label = KIND_LABELS.get(kind or "")
     return f"{job['site']}, {label} job {native}" if label else f"{job['site']} #{native}"
 
 

@@ -162,7 +162,8 @@ class RealCapSource:
         return out
 
     def _site_busy(self, cid: str, site: RealSite, now: float) -> list[Busy]:
-        read: BusyReader = builder(site.kind, "coorm_busy", "CooRM's real mode")
+        kind = getattr(site, "kind", "slurm")  # a site with no kind reads as before: Slurm
+        read: BusyReader = builder(kind, "coorm_busy", "CooRM's real mode")
         return read(cid, site, now, self.epoch_offset(now), self.managed[cid])
 
 

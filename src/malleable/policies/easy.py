@@ -327,28 +327,13 @@ def _shadow(free: int, releasing: int, ends: list[tuple[float, int]], need: int,
 
 
 def easy_schedule(queue: Sequence[WaitingJob], plan: Plan,
-                  malleable_start: str = "largest", keep: bool = True,
-                  index: QueueIndex | None = None) -> Negotiating[list[WaitingJob]]:
+                  malleable_start: str = "largest",
+                  keep: bool = True) -> Negotiating[list[WaitingJob]]:
     """Place what FCFS + EASY allows; return the jobs left waiting, in order (malleable
     jobs start at the size ``malleable_start`` says: :func:`start_size`). With ``keep``
     False, an empty list: the pass does not note them (EasyPolicy, which does not use
-    them, walks its whole queue each cycle: an append a job it passes).
-
-    With ``index`` (a :class:`QueueIndex` synced to ``queue``; ``keep`` must be False),
-    the pass walks the index's blocks and passes over a whole block, as the walk job by
-    job would, when none of its jobs can start: each is too large for the most free
-    nodes, or too large for the nodes that need not be back by the shadow time and not
-    sure to end by then (the same tests on the block's smallest start size and wall
-    time). The decisions are those of the walk job by job."""
-    if index is None:
-        order: list[WaitingJob | None] = list(queue)
-        block = len(order) or 1
-    else:
-        if keep:
-            raise ValueError("easy_schedule: an index walks without keeping the jobs left")
-        order = index.jobs
-        block = QUEUE_BLOCK
-    count = len(order)
+    them, walks its whole queue each cycle: an append a job it passes)."""
+    order = list(queue)
     largest = max(plan.capacity.values(), default=0)
     left: list[WaitingJob] = []
     head: JobSpec | None = None  # the first job left waiting
@@ -359,207 +344,49 @@ def easy_schedule(queue: Sequence[WaitingJob], plan: Plan,
     # Free and extra nodes only shrink during a pass, so a job that could not start
     # cannot either for any later job asking the same (sizes, rule, wall time).
     failed: set[tuple[int, int, int, float | None]] = set()
-    for first in range(0, count, block):
-        if index is not None:
-            if most_free <= 0 and head is not None:
-                return left
-            low, high, wall = index.bounds(first // block)
-            if high <= largest:  # (a job too big for every cluster is rejected: walk)
-                if low > most_free:  # none starts, the first left waiting is the head
-                    if head is None and low != _EMPTY:
-                        head = index.first(first)
-                    continue
-                if head is not None:
-                    if reservation is None:
-                        # as the walk makes it at the block's first job that fits
-                        reservation = plan.reserve(head)
-                        if reservation is not None:
-                            sure, by = _bounds(plan, reservation)
-                    if low > sure and now + wall > by:
-                        continue  # none fits where it need not end by the shadow time
-        for i, waiting in enumerate(order if index is None else order[first:first + block],
-                                    first):
-            if waiting is None:  # (a job gone from an index's queue)
+    for i, waiting in enumerate(order):
+        if most_free <= 0 and head is not None:
+            # nothing can start: the rest waits as it is (a job too big for every
+            # cluster is rejected in a later cycle, when the scan reaches it)
+            return left + order[i:] if keep else left
+        spec = waiting.spec
+        low = spec.initial_size if spec.kind is _MALLEABLE else spec.min_size
+        if low > most_free:
+            if low > largest:
+                reject = infeasible(spec.id, low, largest)
+                if reject is not None:
+                    yield reject
                 continue
-            if most_free <= 0 and head is not None:
-                # nothing can start: the rest waits as it is (a job too big for every
-                # cluster is rejected in a later cycle, when the scan reaches it)
-                if keep:
-                    left.extend(w for w in order[i:] if w is not None)
-                return left
-            spec = waiting.spec
-            low = spec.initial_size if spec.kind is _MALLEABLE else spec.min_size
-            if low > most_free:
-                if low > largest:
-                    reject = infeasible(spec.id, low, largest)
-                    if reject is not None:
-                        yield reject
-                    continue
-                if keep:
-                    left.append(waiting)  # the common, fast case
-                if head is None:
-                    head = spec
-                continue
-            if head is not None and reservation is None:
-                # nothing started since the head was left waiting: as if made then
-                reservation = plan.reserve(head)
-                if reservation is not None:
-                    sure, by = _bounds(plan, reservation)
-            if low > sure:  # it fits only where it must end by the shadow time
-                walltime = spec.walltime
-                if walltime is None or now + walltime > by:
-                    if keep:
-                        left.append(waiting)  # (there is a reservation: sure < most_free)
-                    continue
-            # the rule by identity: Enum.__hash__ and .value are Python code
-            key = (low, spec.max_size, id(spec.size_rule), spec.walltime)
-            if key in failed or not (yield from _try_start(spec, plan, reservation,
-                                                           malleable_start)):
-                failed.add(key)
-                if keep:
-                    left.append(waiting)
-                if head is None:
-                    head = spec
-                continue
-            most_free = max(plan.free.values())
-            if reservation is not None:  # (without one, a larger sure changes nothing)
+            if keep:
+                left.append(waiting)  # the common, fast case
+            if head is None:
+                head = spec
+            continue
+        if head is not None and reservation is None:
+            # nothing started since the head was left waiting: as if made then
+            reservation = plan.reserve(head)
+            if reservation is not None:
                 sure, by = _bounds(plan, reservation)
+        if low > sure:  # it fits only where it must end by the shadow time
+            walltime = spec.walltime
+            if walltime is None or now + walltime > by:
+                if keep:
+                    left.append(waiting)  # (there is a reservation: sure < most_free)
+                continue
+        # the rule by identity: Enum.__hash__ and .value are Python code
+        key = (low, spec.max_size, id(spec.size_rule), spec.walltime)
+        if key in failed or not (yield from _try_start(spec, plan, reservation,
+                                                       malleable_start)):
+            failed.add(key)
+            if keep:
+                left.append(waiting)
+            if head is None:
+                head = spec
+            continue
+        most_free = max(plan.free.values())
+        if reservation is not None:  # (without one, a larger sure changes nothing)
+            sure, by = _bounds(plan, reservation)
     return left
-
-
-LONG_QUEUE = 128
-"""EasyPolicy walks a queue this long or longer through its :class:`QueueIndex` (a short
-one job by job: the index's upkeep costs more than the walk it spares)."""
-
-
-QUEUE_BLOCK = 64
-"""The jobs in a block of a :class:`QueueIndex`."""
-
-
-class QueueIndex:
-    """The manager's queue in blocks of :data:`QUEUE_BLOCK` jobs, with each block's smallest
-    and largest start size and smallest wall time, kept up to date from the queue's
-    change log (:attr:`View.queue_log`), so that EASY's pass passes over the blocks
-    where nothing can start (:func:`easy_schedule`) instead of walking ~2,000 waiting
-    jobs a cycle on a log such as RICC 2010.
-
-    ``jobs`` lists the queue in order with None where a job left (a block's bounds are
-    recomputed when next asked); the list is rebuilt from the queue when the log is new
-    (the manager starts one when it grows long). Only a cache: a pass is the same with
-    a fresh index or with a long-lived one.
-    """
-
-    __slots__ = ("_dead", "_dirty", "_high", "_log", "_low", "_seen", "_wall", "_where",
-                 "jobs")
-
-    def __init__(self) -> None:
-        self.jobs: list[WaitingJob | None] = []
-        self._where: dict[str, int] = {}
-        self._low: list[int] = []
-        self._high: list[int] = []
-        self._wall: list[float] = []
-        self._dirty: list[bool] = []
-        self._log: Sequence[str] | None = None
-        self._seen = 0
-        self._dead = 0
-        """Places left None in ``jobs``: more than the jobs (and a few), and the list is
-        made again without them."""
-
-    def sync(self, waiting: Sequence[WaitingJob],
-             log: tuple[Sequence[str], int, Mapping[str, WaitingJob]]) -> None:
-        """Follow the queue ``waiting`` whose change log is ``log`` (a view's
-        :attr:`View.queue_log`)."""
-        entries, length, queue = log
-        if entries is self._log and self._seen <= length:
-            if self._seen < length:
-                self._follow(entries[self._seen:length], queue)
-                if self._dead > len(self._where) + 16:
-                    self._rebuild([job for job in self.jobs if job is not None])
-        else:
-            self._rebuild(waiting)
-        self._log = entries
-        self._seen = length
-
-    def _rebuild(self, waiting: Sequence[WaitingJob]) -> None:
-        self.jobs = []
-        self._dead = 0
-        self._where = {}
-        self._low, self._high, self._wall, self._dirty = [], [], [], []
-        for job in waiting:
-            self._append(job)
-
-    def _follow(self, changed: Sequence[str], queue: Mapping[str, WaitingJob]) -> None:
-        """Each id that came or went (the last time it is logged gives its place):
-        out of its old place if it had one, at the end if it is in the queue now."""
-        where, jobs, dirty, block = self._where, self.jobs, self._dirty, QUEUE_BLOCK
-        if len(changed) > 1:  # (an id logged twice: its last place counts)
-            changed = list(reversed(dict.fromkeys(reversed(changed))))
-        for job_id in changed:
-            place = where.pop(job_id, None)
-            if place is not None:
-                jobs[place] = None
-                self._dead += 1
-                dirty[place // block] = True
-            job = queue.get(job_id)
-            if job is not None:
-                self._append(job)
-
-    def _append(self, job: WaitingJob) -> None:
-        place = len(self.jobs)
-        self.jobs.append(job)
-        self._where[job.spec.id] = place
-        low, wall = _low_wall(job.spec)
-        if place % QUEUE_BLOCK == 0:
-            self._low.append(low)
-            self._high.append(low)
-            self._wall.append(wall)
-            self._dirty.append(False)
-            return
-        k = place // QUEUE_BLOCK
-        if low < self._low[k]:
-            self._low[k] = low
-        if low > self._high[k]:
-            self._high[k] = low
-        if wall < self._wall[k]:
-            self._wall[k] = wall
-
-    def bounds(self, k: int) -> tuple[int, int, float]:
-        """Block ``k``'s smallest and largest start size and smallest wall time (inf
-        for none; an empty block: an infinite start size, never walked)."""
-        if self._dirty[k]:
-            self._dirty[k] = False
-            low, high, wall = _EMPTY, 0, math.inf
-            start = k * QUEUE_BLOCK
-            for job in self.jobs[start:start + QUEUE_BLOCK]:
-                if job is not None:
-                    job_low, job_wall = _low_wall(job.spec)
-                    if job_low < low:
-                        low = job_low
-                    if job_low > high:
-                        high = job_low
-                    if job_wall < wall:
-                        wall = job_wall
-            self._low[k], self._high[k], self._wall[k] = low, high, wall
-        return self._low[k], self._high[k], self._wall[k]
-
-    def first(self, start: int) -> JobSpec | None:
-        """The spec of the first job at or after ``start`` in its block."""
-        jobs = self.jobs
-        for i in range(start, min(start + QUEUE_BLOCK, len(jobs))):
-            job = jobs[i]
-            if job is not None:
-                return job.spec
-        return None
-
-
-_EMPTY = 1 << 62
-"""An empty block's smallest start size: larger than any cluster."""
-
-
-def _low_wall(spec: JobSpec) -> tuple[int, float]:
-    """A job's smallest start size and its wall time (inf without one)."""
-    low = spec.initial_size if spec.kind is _MALLEABLE else spec.min_size
-    return low, math.inf if spec.walltime is None else spec.walltime
 
 
 def _bounds(plan: Plan, reservation: Reservation) -> tuple[int, float]:
@@ -629,8 +456,6 @@ class EasyPolicy:
 
     _ends: ExpectedEnds = field(default_factory=ExpectedEnds, init=False, repr=False,
                                 compare=False)
-    _queue: QueueIndex = field(default_factory=QueueIndex, init=False, repr=False,
-                               compare=False)
 
     def decide(self, view: View, now: float) -> Steps:
         if not view.waiting:
@@ -639,13 +464,7 @@ class EasyPolicy:
             yield from _too_big_ahead(view)  # what the pass does then, without a plan
             return
         plan = Plan.of(view, now, self._ends)
-        log = view.queue_log
-        if log is None or len(view.waiting) < LONG_QUEUE:
-            yield from easy_schedule(view.waiting, plan, self.malleable_start, keep=False)
-            return
-        self._queue.sync(view.waiting, log)
-        yield from easy_schedule(view.waiting, plan, self.malleable_start, keep=False,
-                                 index=self._queue)
+        yield from easy_schedule(view.waiting, plan, self.malleable_start, keep=False)
 
 
 def _nothing_free(view: View) -> bool:

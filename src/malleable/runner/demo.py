@@ -93,7 +93,7 @@ def run_schedule(job: MpiJob, schedule: Sequence[int], iterations: int, timeout:
                  tick: Callable[[int], None] = lambda i: None) -> DemoRun:
     """Submit at ``schedule[0]`` nodes, resize at each phase start, wait for the end."""
     job.submit(schedule[0])
-    run = DemoRun(job.native_id or 0)
+    run = DemoRun(job.slurm_id or 0)
     try:
         job.wait_started(timeout)
         for start, target in zip(boundaries(schedule, iterations), schedule[1:], strict=True):
@@ -108,7 +108,7 @@ def run_schedule(job: MpiJob, schedule: Sequence[int], iterations: int, timeout:
     except BaseException:
         left = job.cancel()
         if left:
-            logger.error("processes left after cancelling job %s: %s", job.native_id, left)
+            logger.error("processes left after cancelling job %s: %s", job.slurm_id, left)
         raise
     result = job.result() or {}
     run.phases = list(result.get("phases", []))
@@ -136,5 +136,5 @@ def _wait_iteration(job: MpiJob, start: int, timeout: float,
         if job.ended():
             return None
         job.sleep(job.poll)
-    raise ExternalError(f"job {job.native_id} did not reach iteration {start} within "
+    raise ExternalError(f"job {job.slurm_id} did not reach iteration {start} within "
                         f"{timeout:.0f} s")

@@ -17,13 +17,8 @@ The offers, answers and completions go through the application's file channel
 the application does not answer in time is withdrawn with a new offer of its
 current size; whichever of the two it answers decides.
 
-What the runner asks of the site's resource manager goes through a small protocol with
-neutral names, :class:`JobControl` (submit, read, expand, give nodes back, cancel, by the
-job's ``native_id``). Slurm's is :class:`SlurmJobControl` (:meth:`MpiJob.slurm` builds the
-job with it); the OAR runner (:mod:`malleable.runner.oar`) replaces those steps with its job
-collection's and has no control object. Slurm's reads its job as the adapter reads its site:
-``squeue --json``, parsed by :mod:`malleable.adapters.slurm.parse`
-(:func:`~malleable.adapters.slurm.parse.job_argv`,
+The job is read as the adapter reads its site: ``squeue --json``, parsed by
+:mod:`malleable.adapters.slurm.parse` (:func:`~malleable.adapters.slurm.parse.job_argv`,
 :func:`~malleable.adapters.slurm.parse.pick_job`); its state is the one word ``scontrol``
 would show (:func:`~malleable.adapters.slurm.parse.state_word`).
 """
@@ -35,10 +30,9 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, Self
+from typing import Any
 
 import malleable.adapters.slurm.meta as meta
-from malleable.adapters.outcomes import Outcome, ResizeResult
 from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.adapters.slurm.parse import (
     ParseError,
@@ -48,7 +42,7 @@ from malleable.adapters.slurm.parse import (
     run_seconds,
     state_word,
 )
-from malleable.adapters.slurm.resize import Resizer
+from malleable.adapters.slurm.resize import Outcome, Resizer
 from malleable.errors import ExternalError
 from malleable.runner.launch import Launch, batch_script
 from malleable.runner.nodes import NodeShell
@@ -93,105 +87,14 @@ def look_of(job: SlurmJob) -> JobLook:
                    job.stdout, "?" if seconds is None else f"{seconds:.0f} s")
 
 
-class JobControl(Protocol):
-    """What :class:`MpiJob` asks of its site's resource manager, by the job's native id
-    (Slurm's: :class:`SlurmJobControl`)."""
-
-    def submit(self, size: int, script: str, options: Sequence[str]) -> int:
-        """Submit ``script`` on ``size`` whole nodes; the job's native id."""
-        ...
-
-    def read(self, native_id: int) -> tuple[bool, JobLook | None]:
-        """One read of the job: (True, its look or None once the site forgot it), or
-        (False, None) when the site said nothing readable (a slow controller)."""
-        ...
-
-    def expand(self, native_id: int, target: int) -> ResizeResult:
-        """Grow the allocation toward ``target`` nodes (what the site did)."""
-        ...
-
-    def give_back(self, native_id: int, keep: Sequence[str]) -> str:
-        """Shrink the allocation to the nodes ``keep``; "" when the site took it, else what
-        went wrong."""
-        ...
-
-    def cancel(self, native_id: int) -> None:
-        """Cancel the job and what it holds for its growth."""
-        ...
-
-
 @dataclass
-class SlurmJobControl:
-    """Slurm's :class:`JobControl`: ``sbatch``, ``squeue --json``, the
-    :class:`~malleable.adapters.slurm.resize.Resizer`'s expansion, ``scontrol update
-    NodeList=`` and ``scancel`` (the job and its helper allocations). Reads and node lists go
-    through the runner's node shell (the site's login host), as they always did."""
+class MpiJob:
+    """A malleable MPI program running as one Slurm job (see the module docstring)."""
 
     ctl: SlurmCtl
     shell: NodeShell
-    resizer: Resizer | None = None
-
-    def __post_init__(self) -> None:
-        if self.resizer is None:
-            self.resizer = Resizer(self.ctl)
-
-    def submit(self, size: int, script: str, options: Sequence[str]) -> int:
-        argv = [f"--nodes={size}", "--exclusive", "--no-requeue", *options]
-        return self.ctl.submit(argv, script)
-
-    def read(self, native_id: int) -> tuple[bool, JobLook | None]:
-        """One ``squeue --json`` ("Invalid job id" is an answer: the job is gone)."""
-        argv = job_argv(native_id)
-        try:
-            result = self.shell.run(None, argv, check=False)
-        except ExternalError as exc:
-            logger.warning("job %s: squeue failed (%s)", native_id, exc)
-            return False, None
-        if result.rc != 0:
-            if "Invalid job id" in result.stderr:
-                return True, None
-            logger.warning("job %s: squeue failed (%s)", native_id,
-                           result.stderr.strip() or f"exit {result.rc}")
-            return False, None
-        try:
-            job = pick_job(result.stdout, native_id)
-        except ParseError as exc:
-            logger.warning("job %s: squeue failed (%s)", native_id, exc)
-            return False, None
-        return True, None if job is None else look_of(job)
-
-    def expand(self, native_id: int, target: int) -> ResizeResult:
-        assert self.resizer is not None  # made in __post_init__
-        return self.resizer.expand(native_id, target)
-
-    def give_back(self, native_id: int, keep: Sequence[str]) -> str:
-        """``scontrol update NodeList=``."""
-        argv = ["scontrol", "update", f"JobId={native_id}", f"NodeList={','.join(keep)}"]
-        try:
-            result = self.shell.run(None, argv, check=False)
-        except ExternalError as exc:  # a timeout on a loaded controller
-            return str(exc)
-        if result.rc == 0:
-            return ""
-        return (result.stderr or result.stdout).strip() or f"exit {result.rc}"
-
-    def cancel(self, native_id: int) -> None:
-        self.ctl.cancel(native_id)
-        for job in self.ctl.poll().jobs:
-            tag = meta.decode(job.comment)
-            if tag is not None and tag.helper_for == native_id and not job.state.finished:
-                self.ctl.cancel(job.job_id)
-
-
-@dataclass
-class MpiJob:
-    """A malleable MPI program running as one job of its site (see the module docstring;
-    :meth:`slurm` makes a Slurm site's)."""
-
-    shell: NodeShell
     launch: Launch
-    ctl: JobControl | None = None
-    """The site's side of the job (None: a subclass does each of its steps itself)."""
+    resizer: Resizer | None = None
     answer_timeout: float = 120.0
     done_timeout: float = 300.0
     linger: float = 30.0
@@ -202,8 +105,8 @@ class MpiJob:
     release_tries: int = 2
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
-    native_id: int | None = None
-    """The job's id in its resource manager (Slurm's job id; an OAR job's base job id)."""
+    slurm_id: int | None = None
+    """The job's id in its resource manager (:attr:`native_id`, its neutral name)."""
     batch: str = ""
     nodes: list[tuple[str, str]] = field(default_factory=list)
     """(Slurm node, MPI host) per process, rank order: the batch host first."""
@@ -212,31 +115,27 @@ class MpiJob:
     requests_seen: int = 0
     _released_at: float = -1e9
 
-    LIVE: ClassVar[tuple[str, ...]] = ("RUNNING", "RESIZING", "COMPLETING")
-    """The state words in which a cancelled job may still hold its processes."""
+    def __post_init__(self) -> None:
+        if self.resizer is None:
+            self.resizer = Resizer(self.ctl)
 
-    @classmethod
-    def slurm(cls, ctl: SlurmCtl, shell: NodeShell, launch: Launch,
-              resizer: Resizer | None = None, **options: Any) -> Self:
-        """The job on a Slurm site: its commands ``ctl`` (``resizer``: the expansions' own,
-        e.g. the adapter's; default: one over ``ctl``)."""
-        return cls(shell, launch, SlurmJobControl(ctl, shell, resizer), **options)
+    @property
+    def native_id(self) -> int | None:
+        """The job's id in its resource manager, whatever its kind (Slurm's job id; an
+        OAR job's base job id): the field's neutral name, for the runners of other kinds."""
+        return self.slurm_id
 
-    def _control(self) -> JobControl:
-        if self.ctl is None:
-            raise ExternalError("this job has no resource-manager commands")
-        return self.ctl
-
-    def _id(self) -> int:
-        if self.native_id is None:
-            raise ExternalError("the job has not been submitted")
-        return self.native_id
+    @native_id.setter
+    def native_id(self, value: int | None) -> None:
+        self.slurm_id = value
 
     # ------------------------------------------------------------ paths
 
     @property
     def run_dir(self) -> str:
-        return self.launch.run_dir(self._id())
+        if self.slurm_id is None:
+            raise ExternalError("the job has not been submitted")
+        return self.launch.run_dir(self.slurm_id)
 
     def _ch(self, name: str) -> str:
         return f"{self.run_dir}/ch/{name}"
@@ -248,11 +147,12 @@ class MpiJob:
     # ------------------------------------------------------------ start
 
     def submit(self, size: int, options: Sequence[str] = ()) -> int:
-        """Submit the program on ``size`` nodes (whole nodes); its native id."""
-        self.native_id = self._control().submit(size, batch_script(self.launch), options)
-        logger.info("submitted %s as job %d on %d nodes", self.launch.program,
-                    self.native_id, size)
-        return self.native_id
+        """sbatch the program on ``size`` nodes (whole nodes); the Slurm job id."""
+        argv = [f"--nodes={size}", "--exclusive", "--no-requeue", *options]
+        self.slurm_id = self.ctl.submit(argv, batch_script(self.launch))
+        logger.info("submitted %s as Slurm job %d on %d nodes", self.launch.program,
+                    self.slurm_id, size)
+        return self.slurm_id
 
     def wait_started(self, timeout: float) -> None:
         """Wait until the job runs and its batch script has listed the nodes."""
@@ -261,7 +161,7 @@ class MpiJob:
             if self.poll_started():
                 return
             self.sleep(self.poll)
-        raise ExternalError(f"job {self.native_id} did not start within {timeout:.0f} s")
+        raise ExternalError(f"job {self.slurm_id} did not start within {timeout:.0f} s")
 
     def poll_started(self) -> bool:
         """One look: whether the job runs and its batch script has listed the nodes.
@@ -279,10 +179,10 @@ class MpiJob:
                 and self._take_nodes(job.batch_host):
             # a short program on a loaded machine can run its course between two looks
             logger.warning("job %s completed before the runner saw it run (run time %s)",
-                           self.native_id, job.run_time)
+                           self.slurm_id, job.run_time)
             return True
         if state and state not in ("PENDING", "CONFIGURING"):
-            raise ExternalError(f"job {self.native_id} is {state} before the runner saw it "
+            raise ExternalError(f"job {self.slurm_id} is {state} before the runner saw it "
                                 f"start (reason: {job.reason if job else ''}); "
                                 f"{self._postmortem(job)}")
         return False
@@ -314,23 +214,47 @@ class MpiJob:
         """One line on where the job stands (its state, the program's last progress, and
         what :meth:`_postmortem` reads), for a wait that timed out."""
         job = self.look(patience=5.0)
-        return (f"job {self.native_id}: {_word(job) or 'gone'} "
+        return (f"job {self.slurm_id}: {_word(job) or 'gone'} "
                 f"(reason {job.reason if job else ''}, run time "
                 f"{job.run_time if job else '?'}), progress {self.progress()}, "
                 f"exit {self.exit_code()}; {self._postmortem(job)}")
 
     def look(self, patience: float = 30.0) -> JobLook | None:
-        """The job as its site has it (None once the site forgot it). A failed read (a
-        slow controller) is tried again for up to ``patience`` seconds, then taken as None
-        too."""
+        """The job as ``squeue --json`` has it (None once Slurm forgot it). A failed
+        squeue (a slow controller) is tried again for up to ``patience`` seconds, then
+        taken as None too."""
         deadline = self.clock() + patience
         while True:
-            read, job = self._control().read(self._id())
+            read, job = self._show()
             if read:
-                return job
+                return None if job is None else look_of(job)
             if self.clock() >= deadline:
                 return None
             self.sleep(self.poll)
+
+    def _show(self) -> tuple[bool, SlurmJob | None]:
+        """One ``squeue --json``: (True, the job or None once Slurm forgot it), or (False,
+        None) when squeue failed or said nothing readable ("Invalid job id" is an answer:
+        the job is then known to be gone)."""
+        if self.slurm_id is None:
+            raise ExternalError("the job has not been submitted")
+        argv = job_argv(self.slurm_id)
+        try:
+            result = self.shell.run(None, argv, check=False)
+        except ExternalError as exc:
+            logger.warning("job %s: squeue failed (%s)", self.slurm_id, exc)
+            return False, None
+        if result.rc != 0:
+            if "Invalid job id" in result.stderr:
+                return True, None
+            logger.warning("job %s: squeue failed (%s)", self.slurm_id,
+                           result.stderr.strip() or f"exit {result.rc}")
+            return False, None
+        try:
+            return True, pick_job(result.stdout, self.slurm_id)
+        except ParseError as exc:
+            logger.warning("job %s: squeue failed (%s)", self.slurm_id, exc)
+            return False, None
 
     # ------------------------------------------------------------ reading the channel
 
@@ -351,23 +275,23 @@ class MpiJob:
     def ended(self) -> bool:
         """Whether mpirun has ended or Slurm no longer runs the job.
 
-        A failed read (a slow controller timing out under load) says nothing: the
+        A failed ``scontrol`` (a slow controller timing out under load) says nothing: the
         job is taken as still running. Taking it as ended made a waiting offer give up
         at once and its withdrawal overwrite it, so the application never saw the
         shrink it would have taken (the Jacobi 4 -> 2 flake of issue 12).
         """
         if self.exit_code() is not None:
             return True
-        state = self._state()
+        state = self._slurm_state()
         return state is not None and state not in ("RUNNING", "RESIZING", "PENDING",
                                                    "CONFIGURING")
 
-    def _state(self) -> str | None:
-        """The job's state word; "" once the site forgot it; None when the read failed."""
-        read, job = self._control().read(self._id())
+    def _slurm_state(self) -> str | None:
+        """The job's Slurm state; "" once Slurm forgot it; None when squeue failed."""
+        read, job = self._show()
         if not read:
             return None
-        return _word(job)
+        return "" if job is None else state_word(job.state_raw)
 
     def requests(self) -> list[dict[str, Any]]:
         """Requests the application made since the last call (application-initiated)."""
@@ -394,7 +318,7 @@ class MpiJob:
         if answer is not None:
             return int(answer["accepted"])
         if self.ended():
-            logger.info("job %s ended before answering offer %d", self.native_id, seq)
+            logger.info("job %s ended before answering offer %d", self.slurm_id, seq)
             return self.size
         return self._withdraw(seq)
 
@@ -402,7 +326,7 @@ class MpiJob:
         """Offer the current size instead; the answer to whichever offer comes first."""
         self.seq += 1
         logger.warning("job %s: no answer to offer %d in %.0f s: withdrawing it",
-                       self.native_id, seq, self.answer_timeout)
+                       self.slurm_id, seq, self.answer_timeout)
         self.shell.write_json(self.batch, self._ch("offer.json"),
                               {"seq": self.seq, "target": self.size,
                                "hosts": [h for _, h in self.nodes], "mandatory": False})
@@ -458,27 +382,35 @@ class MpiJob:
             if attempt == self.release_tries:
                 break
             if attempt:  # Slurm refused or did not answer in time: ask once more
-                logger.warning("job %s: shrinking to %s again (%s)", self.native_id,
+                logger.warning("job %s: shrinking to %s again (%s)", self.slurm_id,
                                ",".join(keep), said)
             said = self._update_node_list(keep)
             self._released_at = self.clock()
-        raise ExternalError(f"job {self.native_id}: Slurm did not shrink to {list(keep)} "
+        raise ExternalError(f"job {self.slurm_id}: Slurm did not shrink to {list(keep)} "
                             f"(scontrol update: {said or 'accepted'}; the allocation is "
                             f"{sorted(have)})")
 
     def _update_node_list(self, keep: Sequence[str]) -> str:
-        """The allocation shrunk to ``keep``; "" when the site took it, else what went
-        wrong."""
-        return self._control().give_back(self._id(), keep)
+        """``scontrol update NodeList=``; "" when Slurm took it, else what went wrong."""
+        argv = ["scontrol", "update", f"JobId={self.slurm_id}", f"NodeList={','.join(keep)}"]
+        try:
+            result = self.shell.run(None, argv, check=False)
+        except ExternalError as exc:  # a timeout on a loaded controller
+            return str(exc)
+        if result.rc == 0:
+            return ""
+        return (result.stderr or result.stdout).strip() or f"exit {result.rc}"
 
     def _expand(self, target: int) -> list[str]:
         """Grow the allocation toward ``target`` nodes; the nodes added (maybe none)."""
         wait = self.rejoin_gap - (self.clock() - self._released_at)
         if wait > 0:  # a node leaving and rejoining at once breaks the job's credential
             self.sleep(wait)
-        result = self._control().expand(self._id(), target)
+        if self.resizer is None or self.slurm_id is None:
+            raise ExternalError("the job has not been submitted")
+        result = self.resizer.expand(self.slurm_id, target)
         if result.outcome is Outcome.REFUSED:
-            logger.info("job %s: expansion refused: %s", self.native_id, result.reason)
+            logger.info("job %s: expansion refused: %s", self.slurm_id, result.reason)
             return []
         have = {n for n, _ in self.nodes}
         return [n for n in self.shell.hostnames(result.nodes_after) if n not in have]
@@ -551,31 +483,31 @@ class MpiJob:
                 code = self.exit_code()  # it may have come between the two reads
                 if code is not None:
                     return code
-                raise ExternalError(f"job {self.native_id} ended without an exit code: "
+                raise ExternalError(f"job {self.slurm_id} ended without an exit code: "
                                     f"{_word(self.look()) or 'gone'}")
             if result_seen is None and self.result() is not None:
                 result_seen = self.clock()
             if result_seen is not None and self.clock() - result_seen > self.linger:
                 logger.warning("job %s: the program finished but mpirun did not exit within "
-                               "%.0f s; cancelling the job", self.native_id, self.linger)
+                               "%.0f s; cancelling the job", self.slurm_id, self.linger)
                 self.cancel()
                 return 0
             self.sleep(self.poll)
-        raise ExternalError(f"job {self.native_id} did not finish within {timeout:.0f} s")
+        raise ExternalError(f"job {self.slurm_id} did not finish within {timeout:.0f} s")
 
     def cancel(self, timeout: float = 60.0) -> list[str]:
         """scancel the job and its helper allocations; the processes left behind (none)."""
-        if self.native_id is None:
+        if self.slurm_id is None:
             return []
-        self._control().cancel(self.native_id)
-        return self._left_after(timeout)
-
-    def _left_after(self, timeout: float) -> list[str]:
-        """Once the job has left the states of :attr:`LIVE` (a job its site forgot counts
-        as cancelled), the processes still alive; those alive after ``timeout`` seconds."""
+        self.ctl.cancel(self.slurm_id)
+        for job in self.ctl.poll().jobs:
+            tag = meta.decode(job.comment)
+            if tag is not None and tag.helper_for == self.slurm_id and not job.state.finished:
+                self.ctl.cancel(job.job_id)
         deadline = self.clock() + timeout
         while self.clock() < deadline:
-            if (_word(self.look()) or "CANCELLED") not in self.LIVE:
+            if (_word(self.look()) or "CANCELLED") not in ("RUNNING", "RESIZING",
+                                                                 "COMPLETING"):
                 left = self.leftovers()
                 if not left:
                     return []

@@ -4,7 +4,7 @@ OAR 2.5 cannot resize a running job (docs/oar.md), so the allocation is the adap
 emulation: a *base* job runs ``mpirun`` (the batch script of :func:`oar_script`, the
 Slurm runner's script with OAR's environment) and each node added later is one
 single-node *extension* job that holds its node while the base job runs. The channel,
-the offers and the answers are the runner's (:class:`~malleable.runner.job.MpiJob`);
+the offers and the answers are the Slurm runner's (:class:`~malleable.runner.job.MpiJob`);
 only the allocation differs:
 
 * **grow**: submit the extension jobs in one ``oarsub --array K``, wait until OAR runs
@@ -27,12 +27,14 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Self
+from typing import Any, Self
 
+from malleable.adapters.common import NoCommands
 from malleable.adapters.oar.ctl import OarCtl
 from malleable.adapters.oar.parse import OarJob
 from malleable.adapters.oar.payload import OarPayload
 from malleable.adapters.shell import CommandRunner
+from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.errors import ExternalError
 from malleable.model import JobState
 from malleable.runner.job import JobLook, MpiJob
@@ -80,6 +82,10 @@ def oar_script(launch: Launch, run_root: str | None = None) -> str:
             .replace("$SLURM_JOB_ID", "$OAR_JOB_ID"))
 
 
+#: What a Slurm command run by an OAR job says (any call is a bug).
+_NO_SLURM = "an OAR job ran a Slurm command"
+
+
 @dataclass
 class OarNodeShell(NodeShell):
     """Node commands on an OAR site. Files under ``shared`` (the site's /home, the same on
@@ -112,17 +118,14 @@ class OarMpiJob(MpiJob):
     script_dir: str = ".malleable/mpi"
     name: str = "mpi"
 
-    LIVE: ClassVar[tuple[str, ...]] = ("RUNNING", "PENDING", "COMPLETING")
-    """As :attr:`MpiJob.LIVE`, in the words :meth:`look` maps OAR's states to (a job still
-    waiting counts as live here, as it always did)."""
-
     @classmethod
     def make(cls, shell: NodeShell, launch: Launch, native_id: int | None = None,
              **options: Any) -> Self:
         """The job over ``shell`` (``oar=``: the site's OAR commands, required; ``native_id``:
-        its base job, when already submitted). It has no :class:`~malleable.runner.job.
-        JobControl`: it does each of those steps itself, over its job collection."""
-        return cls(shell, launch, native_id=native_id, **options)
+        its base job, when already submitted). The runner it extends is Slurm's: its Slurm
+        commands, which an OAR job does not have, refuse every call."""
+        return cls(SlurmCtl(NoCommands(_NO_SLURM)), shell, launch, slurm_id=native_id,
+                   **options)
 
     def __post_init__(self) -> None:
         if self.oar is None:
@@ -155,7 +158,7 @@ class OarMpiJob(MpiJob):
 
     def look(self, patience: float = 30.0) -> JobLook | None:
         """The base job as :class:`MpiJob` reads it (None once OAR forgot it);
-        ``patience`` is the other runners' retry window, unused here (oarstat is asked
+        ``patience`` is the Slurm runner's retry window, unused here (oarstat is asked
         once)."""
         if self.native_id is None:
             return None
@@ -171,9 +174,10 @@ class OarMpiJob(MpiJob):
                        ",".join(self.allocation_of(base)),
                        "; ".join(base.notes) if base.state_raw == "Error" else "")
 
-    def _state(self) -> str | None:
+    def _slurm_state(self) -> str | None:
         """The base job's state word (as :meth:`look`); "" once OAR forgot it; None
-        when ``oarstat`` failed (says nothing: the job is taken as still running)."""
+        when ``oarstat`` failed (says nothing: the job is taken as still running). The
+        Slurm runner's asks ``squeue``, which an OAR site does not answer."""
         try:
             look = self.look()
         except ExternalError as exc:
@@ -265,7 +269,16 @@ class OarMpiJob(MpiJob):
         if self.native_id is None:
             return []
         self._ctl.delete([self.native_id, *self.extensions.values()])
-        return self._left_after(timeout)
+        deadline = self.clock() + timeout
+        while self.clock() < deadline:
+            look = self.look()
+            if (look.state if look else "CANCELLED") not in ("RUNNING", "PENDING",
+                                                             "COMPLETING"):
+                left = self.leftovers()
+                if not left:
+                    return []
+            self.sleep(self.poll)
+        return self.leftovers()
 
     def _postmortem(self, job: JobLook | None) -> str:
         host = self.batch or (job.batch_host if job else "")

@@ -118,8 +118,8 @@ class MpiSite:
         launch = self.programs(spec)
         slurm_id = self.cluster.slurm_id(spec.id)
         if granted and launch is not None and slurm_id is not None:
-            self.jobs[spec.id] = MpiJob.slurm(self.cluster.ctl, self.shell, launch,
-                                              self.cluster.resizer, native_id=slurm_id)
+            self.jobs[spec.id] = MpiJob(self.cluster.ctl, self.shell, launch,
+                                        self.cluster.resizer, slurm_id=slurm_id)
             self.specs[spec.id] = spec
         return granted
 

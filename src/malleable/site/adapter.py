@@ -293,9 +293,9 @@ class SiteSlurm(WrappedSite[SlurmCluster]):
         job = self.mpi_jobs.get(job_id)
         if job is None or not isinstance(job.shell, RelayShell) or job.shell.session is not session:
             launch = Launch(session.program, "", workdir=os.path.dirname(session.run_dir))
-            job = MpiJob.slurm(self.ctl, RelayShell(self.ctl.runner, session=session), launch,
-                               self.resizer, answer_timeout=60.0, done_timeout=120.0,
-                               native_id=slurm_id, seq=session.seq)
+            job = MpiJob(self.ctl, RelayShell(self.ctl.runner, session=session), launch,
+                         self.resizer, answer_timeout=60.0, done_timeout=120.0,
+                         slurm_id=slurm_id, seq=session.seq)
             self.mpi_jobs[job_id] = job
         return job if job.poll_started() else None
 

@@ -18,7 +18,7 @@ from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.clock import ScaledClock
 from malleable.config import SiteConfig
 from malleable.errors import InputError
-from malleable.kinds import Context, build, commands_of, kind, label, names
+from malleable.kinds import Context, build, kind, label, names
 from malleable.manager import Manager
 from malleable.site import statedir
 from malleable.site.adapter import SiteSlurm
@@ -44,8 +44,9 @@ def site_ctl(site: SiteConfig) -> object:
 
 def slurm_site(site: SiteConfig, ctl: object, context: Context) -> ServiceSite:
     """A Slurm site of the service (the registry's ``serve`` builder of ``slurm``)."""
-    slurm = commands_of(site, ctl, SlurmCtl)
-    return SiteSlurm(SlurmCluster(site.name, slurm, context.clock, context.run_id,
+    if not isinstance(ctl, SlurmCtl):
+        raise TypeError(f"site {site.name}: a Slurm site needs Slurm commands, not {ctl!r}")
+    return SiteSlurm(SlurmCluster(site.name, ctl, context.clock, context.run_id,
                                   reserve=site.reserve, speed=site.speed,
                                   journal=context.journal,
                                   negotiations=Negotiations(site.name),
@@ -54,9 +55,10 @@ def slurm_site(site: SiteConfig, ctl: object, context: Context) -> ServiceSite:
 
 def oar_site(site: SiteConfig, ctl: object, context: Context) -> ServiceSite:
     """An OAR site of the service (the registry's ``serve`` builder of ``oar``)."""
-    oar = commands_of(site, ctl, OarCtl)
+    if not isinstance(ctl, OarCtl):
+        raise TypeError(f"site {site.name}: an OAR site needs OAR commands, not {ctl!r}")
     account = getpass.getuser() if site.ssh is None else site.ssh.user
-    return SiteOar(OarCluster(site.name, oar, context.clock, context.run_id,
+    return SiteOar(OarCluster(site.name, ctl, context.clock, context.run_id,
                               reserve=site.reserve, speed=site.speed, journal=context.journal),
                    account=account)
 

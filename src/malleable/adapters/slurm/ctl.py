@@ -8,21 +8,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from malleable.adapters.shell import CommandError, CommandRunner, Result
 from malleable.adapters.slurm.parse import (
     ParseError,
     SlurmJob,
     SlurmNode,
-    job_argv,
     parse_sacct,
     parse_salloc,
     parse_sbatch,
+    parse_scontrol_jobs,
     parse_sinfo_json,
     parse_squeue_json,
-    pick_job,
-    state_word,
 )
 from malleable.errors import ExternalError
 
@@ -98,18 +96,15 @@ class SlurmCtl:
             raise ExternalError(f"slurm poll: {exc}") from None
 
     def show_job(self, job_id: int) -> SlurmJob | None:
-        """The job read back as the poll and the runner read it (``squeue --json``, picked
-        out here: 22.05 lists every job whatever ``--jobs`` says), its state the one word
-        ``scontrol`` shows (``COMPLETING`` of 24.11's ``COMPLETED COMPLETING``); None once
-        Slurm forgot it (not listed, or "Invalid job id")."""
-        argv = job_argv(job_id)
-        result = self._run(argv, check=False)
+        """The job as ``scontrol -o show job`` has it; None once Slurm forgot it."""
+        result = self._run(["scontrol", "-o", "show", "job", str(job_id)], check=False)
         if result.rc != 0:
             if "Invalid job id" in result.stderr:
                 return None
-            raise CommandError(argv, result.rc, result.stdout, result.stderr)
-        job = pick_job(result.stdout, job_id)
-        return None if job is None else replace(job, state_raw=state_word(job.state_raw))
+            raise CommandError(["scontrol", "-o", "show", "job", str(job_id)], result.rc,
+                               result.stdout, result.stderr)
+        jobs = parse_scontrol_jobs(result.stdout)
+        return next((j for j in jobs if j.job_id == job_id), None)
 
     def accounting(self, job_ids: Sequence[int]) -> list[SlurmJob]:
         """Finished allocations from ``sacct`` (epoch times); [] when accounting has none."""

@@ -2,12 +2,10 @@
 
 * ``squeue --json`` -> :class:`SlurmJob` list (22.05 writes plain values; later
   releases wrap numbers as ``{"set": .., "number": ..}`` and states as lists: both read);
-  the one way a Slurm job is read: the adapter's poll and read-back (``SlurmCtl.show_job``),
-  the MPI runner (:func:`job_argv`, :func:`pick_job`, :func:`state_word`) and the testbed's
-  status all parse it here;
+  the one way a Slurm job is read: the adapter's poll, the MPI runner (:func:`job_argv`,
+  :func:`pick_job`, :func:`state_word`) and the testbed's status all parse it here;
 * ``sinfo --json`` -> :class:`SlurmNode` list;
-* ``scontrol -o show job`` -> one :class:`SlurmJob` per line (the tests' reads of a
-  testbed; no code of the package reads a job this way);
+* ``scontrol -o show job`` -> one :class:`SlurmJob` per line;
 * ``sacct --parsable2`` (with its header) -> :class:`SlurmJob` list;
 * ``sbatch --parsable`` and ``salloc`` messages -> job ids;
 * ``sinfo --version`` -> the version (:func:`parse_version`, :func:`version_tuple`).

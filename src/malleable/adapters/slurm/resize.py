@@ -12,8 +12,8 @@
   its nodes to X; ``scancel H``, and
   ``scontrol update JobId=X NumNodes=ALL`` takes them up.
 
-Every operation ends by reading the job back (``squeue --json``: ``SlurmCtl.show_job``)
-and returns a :class:`ResizeResult` saying what Slurm actually did: ``DONE`` (the target size),
+Every operation ends by reading the job with ``scontrol -o show job`` and returns a
+:class:`ResizeResult` saying what Slurm actually did: ``DONE`` (the target size),
 ``PARTIAL`` (changed, not to the target) or ``REFUSED`` (unchanged), with Slurm's
 reason. Nothing is assumed.
 
