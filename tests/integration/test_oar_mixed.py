@@ -43,8 +43,11 @@ def _oar_live(tb: Testbed) -> int:
     return len(json.loads(out or "{}"))
 
 
-def _slurm_live(tb: Testbed) -> int:
-    return len(tb.exec("vu", ["squeue", "--noheader", "--format=%i"], check=True).stdout.split())
+def _slurm_live(tb: Testbed) -> dict[int, str]:
+    """Every job in vu's queue, with its state (squeue's compact code: ``CG``, ``R`` ...)."""
+    out = tb.exec("vu", ["squeue", "--noheader", "--format=%i %t"], check=True).stdout
+    return {int(job): state for job, state in (line.split() for line in out.splitlines()
+                                               if line.strip())}
 
 
 def _running(tb: Testbed) -> set[str]:
@@ -119,5 +122,13 @@ def test_one_manager_over_slurm_and_oar(mixed: Testbed, tmp_path: Path,
     assert summary["completed"] == 12
     oar_resizes = sum(int(r["resizes"]) for r in rows if r["cluster"] == "grid")
     assert oar_resizes > 0, "no job was grown or shrunk on the OAR site"
-    wait_for(lambda: _oar_live(tb) == 0 and _slurm_live(tb) == 0, 120,
-             "both queues to be empty after the run")
+    # A helper whose job ended during its hand-over stays COMPLETING in Slurm 22.05, with no
+    # nodes, and only an administrator can remove it (docs/slurm.md, "Stray helpers"): the
+    # run reports it in summary.json and leaves it. It may stay; nothing else may.
+    ghosts = {int(h["helper"]) for h in summary["stray_helpers"]
+              if h["site"] == "vu" and h["outcome"] == "completing"}
+    wait_for(lambda: _oar_live(tb) == 0
+             and all(job in ghosts and state == "CG" for job, state in _slurm_live(tb).items()),
+             120, f"both queues to be empty after the run (but for the helpers the run reported "
+             f"COMPLETING: {sorted(ghosts)})",
+             explain=lambda: f"vu: {_slurm_live(tb)}; grid: {_oar_live(tb)} job(s)")

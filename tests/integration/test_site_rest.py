@@ -357,11 +357,44 @@ def test_users_submit_and_operators_resize_over_rest(user_version: None, quiet: 
     assert _job(tb, job)["NumNodes"] == "1"
 
 
-def test_manager_run_over_rest(user_version: None, quiet: Testbed, tmp_path: Path) -> None:
+def _ctld_log(tb: Testbed, site: str) -> str:
+    """The end of a site's slurmctld log (what a failed assertion shows of Slurm's side)."""
+    return tb.exec(site, ["tail", "-n", "80", "/var/log/slurm/slurmctld.log"],
+                   timeout=30).stdout
+
+
+#: A refused resize as the Slurm adapter logs it (``SITE: job ID: A -> B nodes ...: refused
+#: (REASON)``).
+REFUSED = re.compile(r"^(?P<site>\w+): job (?P<job>\d+): .*: refused \((?P<why>.*)\)$")
+#: The reasons the adapter gives when the job ended before or while its grow was made
+#: (``Resizer.running``, ``Resizer._confirm``, the expansion's hand-over).
+ENDED = re.compile(r"job \d+ is COMPLET(ED|ING), not RUNNING|the job is (COMPLET(ED|ING)|gone)"
+                   r"|the job ended during the expansion|job \d+ is no longer RUNNING")
+
+
+def _refused(caplog: pytest.LogCaptureFixture) -> dict[tuple[str, int], list[str]]:
+    """The refused resizes of the run, per (site, Slurm job), in order, with their reasons."""
+    found: dict[tuple[str, int], list[str]] = {}
+    for record in caplog.records:
+        match = REFUSED.match(record.getMessage())
+        if record.name == "malleable.adapters.slurm.cluster" and match:
+            found.setdefault((match["site"], int(match["job"])), []).append(match["why"])
+    return found
+
+
+def test_manager_run_over_rest(user_version: None, quiet: Testbed, tmp_path: Path,
+                               caplog: pytest.LogCaptureFixture) -> None:
     """``malleable manager run`` with both sites over REST (the testbed's REST config: no SSH
     key, no Slurm command on this machine): 6 jobs of W'm under EGS/PRA, time-scaled, all
     completed, and every grow the summary counts is seen in Slurm's accounting (the job's
-    last record at its grown size after a RESIZING one)."""
+    last record at its grown size after a RESIZING one).
+
+    A grow may be refused only because its job ended while it was being made: two jobs of
+    one site end at the same moment, the manager sees one end first and grows the other
+    into its nodes, and Slurm answers that the job has completed (error 2038), after, on a
+    loaded machine, nodes still busy (2016) with the ending job's epilog; or the job had
+    already completed when the grow began. Seen in 2 of the last 3 CI runs and twice on a
+    loaded machine here; any other refusal fails the test."""
     import csv
 
     from malleable.cli import main
@@ -378,10 +411,17 @@ def test_manager_run_over_rest(user_version: None, quiet: Testbed, tmp_path: Pat
                  "--poll", "0.5", "--out", str(out), "--no-figures", "--json"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["completed"] == 6 and summary["stopped"] == "done", summary
-    assert summary["grow_ops"] > 0 and summary["resizes"] == {"done": summary["grow_ops"]}
+    refused = _refused(caplog)
+    assert summary["grow_ops"] > 0 and summary["resizes"] == {
+        "done": summary["grow_ops"], **({"refused": sum(map(len, refused.values()))}
+                                        if refused else {})}, (summary["resizes"], refused)
+    for job, whys in refused.items():
+        assert ENDED.search(whys[-1]) and all(ENDED.search(why) or "error 2016" in why
+                                              for why in whys), (
+            job, whys, _ctld_log(tb, job[0]))
     with (out / "jobs.csv").open() as f:
         grown = {r["job"]: (r["cluster"], int(r["max_size"])) for r in csv.DictReader(f)
-                 if int(r["grows"]) > 0}
+                 if int(r["grows"]) > 0 and int(r["max_size"]) > int(r["initial_size"])}
     assert grown
     for job, (site, size) in grown.items():
         out_text = tb.exec(site, ["sacct", "-X", "-n", "-P", "--allusers",
@@ -389,4 +429,10 @@ def test_manager_run_over_rest(user_version: None, quiet: Testbed, tmp_path: Pat
                                   "--format=State,NNodes"], timeout=30, check=True).stdout
         records = [line.split("|") for line in out_text.splitlines() if line.strip()]
         assert records and records[-1] == ["COMPLETED", str(size)], (job, records)
-        assert any(state == "RESIZING" for state, _ in records), (job, records)
+        # Slurm's accounting keys a job's records by (job id, submit time), and a resize
+        # starts a record "submitted" at the resize time (as_mysql_job.c): a grow in the same
+        # second as the submission updates the first record instead of adding one (seen
+        # here under load: one record, COMPLETED at the grown size). Otherwise the sizes
+        # before are RESIZING rows.
+        assert any(state == "RESIZING" for state, _ in records) or len(records) == 1, (
+            job, records)
