@@ -12,8 +12,6 @@ thread, the service before the kill answers at once (no negotiations).
 from __future__ import annotations
 
 import logging
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -24,7 +22,6 @@ from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.config import SiteConfig
 from malleable.model import JobState, View
 from malleable.policies.protocol import Decision
-from malleable.realtime import Outcome
 from malleable.site import tag as tags
 from malleable.site.adapter import SiteSlurm
 from malleable.site.assembly import open_service
@@ -32,8 +29,8 @@ from malleable.site.config import parse_service_config
 from malleable.site.daemon import SiteService
 from malleable.site.driver import ServiceDriver, driver_for
 from tests.fakes.oar import FakeOar
-from tests.fakes.service_config import service_config
-from tests.fakes.slurm import FakeJob, FakeSlurm, node_names, settle
+from tests.fakes.service_config import open_quick, run_cycles, service_config
+from tests.fakes.slurm import FakeJob, FakeSlurm, node_names
 
 ACCOUNT = "malleable"
 JOB = "alice:a1"
@@ -60,19 +57,7 @@ def _open(tmp_path: Path, fake: FakeSlurm) -> tuple[SiteService, ServiceDriver]:
     def ctl(site: SiteConfig) -> SlurmCtl:
         return SlurmCtl(fake, user=ACCOUNT)
 
-    service = open_service(config, ctl, wall=time.time)  # type: ignore[arg-type]
-    for adapter in service.adapters.values():
-        assert adapter.resizer is not None
-        adapter.resizer.sleep = lambda s: None
-        adapter.resizer.settle = 0.0
-    return service, driver_for(service)
-
-
-def _cycle(driver: ServiceDriver, cycles: int = 1) -> None:
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for _ in range(cycles):
-            driver._cycle(pool, Outcome(0, "", 0))
-            assert settle(driver.manager.clusters.values()) == [], "a negotiation did not end"
+    return open_quick(config, ctl)
 
 
 def _site(service: SiteService) -> SiteSlurm:
@@ -87,7 +72,7 @@ def _placed(tmp_path: Path, fake: FakeSlurm) -> tuple[SiteService, SiteSlurm, Fa
                          user="alice", held=True)
     carol = fake.add_job(7, "", name="rigid", user="carol")  # one node left for alice
     service, driver = _open(tmp_path, fake)
-    _cycle(driver)  # discovered and released at 1 node
+    run_cycles(driver)  # discovered and released at 1 node
     fake.finish(carol.job_id)  # room for a grow, which only the test asks for
     service.manager.set_policy(Idle())  # (the policy decides nothing from now on)
     site = _site(service)
@@ -123,7 +108,7 @@ def test_a_cancel_cut_short_is_carried_out_after_the_restart(
     assert alice.state == "RUNNING"
 
     again, driver = _killed_then_restarted(tmp_path, fake, service, monkeypatch)
-    _cycle(driver, 2)  # the first poll cancels it, the next sees it ended
+    run_cycles(driver, 2)  # the first poll cancels it, the next sees it ended
     assert alice.state == "CANCELLED"
     assert _closed(again, "cancel") == "done"
     assert again.manager.records[JOB].state is JobState.CANCELLED
@@ -142,7 +127,7 @@ def test_a_helper_granted_before_the_kill_is_rolled_back_after_the_restart(
 
     again, driver = _killed_then_restarted(tmp_path, fake, service, monkeypatch)
     again.manager.set_policy(Idle())
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert helper.state == "CANCELLED" and len(alice.nodes) == 1
     assert ["scancel", str(helper.job_id)] in fake.calls
     assert _closed(again, "helper") == "rolled back"
@@ -162,7 +147,7 @@ def test_a_handover_cut_short_is_finished_after_the_restart(
     again, driver = _killed_then_restarted(tmp_path, fake, service, monkeypatch)
     again.manager.set_policy(Idle())
     with caplog.at_level(logging.INFO, logger="malleable.adapters.slurm.cluster"):
-        _cycle(driver, 2)  # the first poll finishes the hand-over, the next sees it
+        run_cycles(driver, 2)  # the first poll finishes the hand-over, the next sees it
     assert alice.given == [] and len(alice.nodes) == 3
     assert ["scontrol", "update", f"JobId={alice.job_id}", "NumNodes=ALL"] in fake.calls
     assert _closed(again, "handover") == "finished"
@@ -192,7 +177,7 @@ def test_an_intent_an_oar_site_cannot_finish_is_abandoned_with_a_warning(
     fake.user = ACCOUNT
     config = service_config(tmp_path)
     service = open_service(config, lambda site: OarCtl(fake))
-    _cycle(driver_for(service))  # placed: the journal has a job to resume
+    run_cycles(driver_for(service))  # placed: the journal has a job to resume
     token = service.store.intent("cancel", "grid", JOB, 0, None, 1.0)
     service.store.close()
     with caplog.at_level(logging.WARNING, logger="malleable.store"):

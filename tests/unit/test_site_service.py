@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -17,13 +16,13 @@ from malleable.adapters.slurm.ctl import SlurmCtl
 from malleable.commands.serve import _print_status
 from malleable.config import SiteConfig
 from malleable.model import JobKind, JobSpec
-from malleable.realtime import Outcome
 from malleable.site import tag as tags
 from malleable.site.assembly import open_service
 from malleable.site.config import parse_service_config
 from malleable.site.daemon import SiteService
 from malleable.site.driver import ServiceDriver, driver_for
-from tests.fakes.slurm import FakeSlurm, node_names, settle
+from tests.fakes.service_config import open_quick, run_cycles
+from tests.fakes.slurm import FakeSlurm, node_names
 
 ACCOUNT = "malleable"
 
@@ -50,23 +49,7 @@ class Sites:
 
 def _open(tmp_path: Path, sites: Sites, wall=time.time,
           **kw: object) -> tuple[SiteService, ServiceDriver]:
-    service = open_service(_config(tmp_path, tuple(sites.fakes), **kw), sites.ctl,  # type: ignore[arg-type]
-                           wall=wall)
-    for adapter in service.adapters.values():
-        assert adapter.resizer is not None
-        adapter.resizer.sleep = lambda s: None
-        adapter.resizer.settle = 0.0
-    return service, driver_for(service)
-
-
-def _cycle(driver: ServiceDriver, cycles: int = 1) -> None:
-    """Run cycles; after each, wait for the expansions it began in workers (answered
-    pending: the manager hears them in the next cycle), so that every test sees the same
-    order whatever the machine's load."""
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for _ in range(cycles):
-            driver._cycle(pool, Outcome(0, "", 0))
-            assert settle(driver.manager.clusters.values()) == [], "a negotiation did not end"
+    return open_quick(_config(tmp_path, tuple(sites.fakes), **kw), sites.ctl, wall=wall)
 
 
 def _submit(fake: FakeSlurm, user: str, low: int, high: int, nodes: int, sub: str | None = None,
@@ -88,10 +71,10 @@ def test_users_jobs_are_placed_grown_and_the_rigid_one_is_left_alone(tmp_path: P
     carol = fake.add_job(2, "", name="rigid", user="carol")
     alice = _submit(fake, "alice", 1, 4, 1)
     service, driver = _open(tmp_path, sites)
-    _cycle(driver)  # discovered, placed: NumNodes set, released
+    run_cycles(driver)  # discovered, placed: NumNodes set, released
     assert alice.state == "RUNNING" and not alice.held
     assert ["scontrol", "release", str(alice.job_id)] in fake.calls
-    _cycle(driver, 2)  # followed, then grown by FPSMA into the idle nodes
+    run_cycles(driver, 2)  # followed, then grown by FPSMA into the idle nodes
     assert len(alice.nodes) == 4
     assert fake.jobs[carol.job_id].state == "RUNNING" and len(carol.nodes) == 2
     assert _touched(fake, carol.job_id) == []
@@ -113,7 +96,7 @@ def test_an_administrators_hold_is_never_undone(tmp_path: Path,
     bob = _submit(fake, "bob", 1, 4, 1)
     bob.admin_hold = True
     service, driver = _open(tmp_path, sites)
-    _cycle(driver, 3)
+    run_cycles(driver, 3)
     assert bob.state == "PENDING" and bob.held and bob.admin_hold
     assert ["scontrol", "release", str(bob.job_id)] not in fake.calls
     lines = [r.getMessage() for r in caplog.records if "event=admin_hold" in r.getMessage()]
@@ -123,7 +106,7 @@ def test_an_administrators_hold_is_never_undone(tmp_path: Path,
     _print_status({**service.status(), "running": True, "stale": False, "pending_resizes": []})
     assert f"held by an administrator (left held): {bob.job_id}" in capsys.readouterr().out
     bob.admin_hold = False  # the administrator releases it to the user's hold
-    _cycle(driver)
+    run_cycles(driver)
     assert bob.state == "RUNNING"
 
     alice = _submit(fake, "alice", 1, 2, 1)
@@ -143,10 +126,10 @@ def test_bob_shrinks_alice_when_he_needs_room(tmp_path: Path) -> None:
     fake = sites.fakes["vu"]
     alice = _submit(fake, "alice", 2, 6, 2)
     service, driver = _open(tmp_path, sites, approach="pwa")  # waiting jobs first
-    _cycle(driver, 3)
+    run_cycles(driver, 3)
     assert len(alice.nodes) == 6
     bob = _submit(fake, "bob", 2, 4, 2)
-    _cycle(driver, 3)  # FPSMA shrinks alice to place bob
+    run_cycles(driver, 3)  # FPSMA shrinks alice to place bob
     assert bob.state == "RUNNING" and len(bob.nodes) >= 2
     assert len(alice.nodes) <= 4
     ops = {op.kind for op in service.manager.operations}
@@ -160,7 +143,7 @@ def test_copies_on_two_sites_one_is_released_the_other_cancelled(tmp_path: Path)
     first = _submit(sites.fakes["vu"], "alice", 1, 2, 1, sub="s1")
     second = _submit(sites.fakes["leiden"], "alice", 1, 2, 1, sub="s1")
     service, driver = _open(tmp_path, sites)
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert second.state == "RUNNING"
     assert first.state == "CANCELLED"
     assert service.manager.cluster_of("alice:s1") == "leiden"
@@ -174,9 +157,9 @@ def test_without_the_number_of_copies_the_first_copy_found_is_placed(tmp_path: P
     sites.fakes["vu"].add_job(3, "", user="carol")
     first = _submit(sites.fakes["vu"], "alice", 1, 2, 1, sub="s1")
     service, driver = _open(tmp_path, sites)
-    _cycle(driver)
+    run_cycles(driver)
     second = _submit(sites.fakes["leiden"], "alice", 1, 2, 1, sub="s1")
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert first.state == "RUNNING" and second.state == "CANCELLED"
     assert service.manager.cluster_of("alice:s1") == "vu"
     service.close()
@@ -189,7 +172,7 @@ def test_a_copy_found_one_poll_later_is_awaited_and_the_better_site_chosen(
     first = _submit(sites.fakes["vu"], "alice", 1, 2, 1, sub="s1", copies=2)
     service, driver = _open(tmp_path, sites)
     with caplog.at_level(logging.INFO, logger="malleable.site.daemon"):
-        _cycle(driver, 2)  # only the vu copy so far: adopted, not placed, no failed try
+        run_cycles(driver, 2)  # only the vu copy so far: adopted, not placed, no failed try
         assert first.state == "PENDING" and first.held
         assert service.manager.waiting == 1 and service.copies == {"alice:s1": {"vu"}}
         assert service.offered == {"alice:s1": frozenset()}
@@ -197,7 +180,7 @@ def test_a_copy_found_one_poll_later_is_awaited_and_the_better_site_chosen(
         assert _touched(sites.fakes["vu"], first.job_id) == []
         assert service.status()["jobs"][0]["copies"] == ["vu"]
         second = _submit(sites.fakes["leiden"], "alice", 1, 2, 1, sub="s1", copies=2)
-        _cycle(driver, 2)
+        run_cycles(driver, 2)
     assert second.state == "RUNNING" and first.state == "CANCELLED"
     assert service.manager.cluster_of("alice:s1") == "leiden"
     assert "event=copy_missing" not in caplog.text
@@ -215,13 +198,13 @@ def test_a_copy_that_never_shows_is_given_up_after_the_grace_with_one_line(
     skew = [0.0]
     service, driver = _open(tmp_path, sites, wall=lambda: time.time() + skew[0], grace=20.0)
     with caplog.at_level(logging.INFO, logger="malleable.site.daemon"):
-        _cycle(driver, 2)
+        run_cycles(driver, 2)
         assert first.state == "PENDING" and service.manager.waiting == 1
         skew[0] = 19.0  # within the grace: still waiting
-        _cycle(driver)
+        run_cycles(driver)
         assert first.state == "PENDING" and "event=copy_missing" not in caplog.text
         skew[0] = 21.0  # past it: placed where its copy is
-        _cycle(driver, 3)
+        run_cycles(driver, 3)
     assert first.state == "RUNNING" and service.manager.cluster_of("alice:s1") == "vu"
     missing = [r.getMessage() for r in caplog.records if "event=copy_missing" in r.getMessage()]
     assert len(missing) == 1 and missing[0].startswith(
@@ -239,12 +222,12 @@ def test_a_reload_keeps_awaiting_announced_copies(tmp_path: Path) -> None:
     (tmp_path / "manager.toml").write_text(
         f'[service]\nstate = "{tmp_path / "state.sqlite"}"\npoll = 1.0\n'
         '[policy]\nname = "fpsma"\n[clusters.vu]\n[clusters.leiden]\n')
-    _cycle(driver)
+    run_cycles(driver)
     assert service.reload(driver)
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert first.state == "PENDING" and service.manager.waiting == 1
     second = _submit(sites.fakes["leiden"], "alice", 1, 2, 1, sub="s1", copies=2)
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert second.state == "RUNNING" and first.state == "CANCELLED"
     service.close()
 
@@ -254,7 +237,7 @@ def test_no_more_copies_are_awaited_than_the_service_has_sites(tmp_path: Path) -
     first = _submit(sites.fakes["vu"], "alice", 1, 2, 1, sub="s1", copies=3)
     second = _submit(sites.fakes["leiden"], "alice", 1, 2, 1, sub="s1", copies=3)
     service, driver = _open(tmp_path, sites)
-    _cycle(driver, 2)  # two sites, two copies found: placed at once
+    run_cycles(driver, 2)  # two sites, two copies found: placed at once
     assert {first.state, second.state} == {"RUNNING", "CANCELLED"}
     service.close()
 
@@ -264,14 +247,14 @@ def test_the_grace_counts_from_the_first_adoption_across_a_restart(tmp_path: Pat
     first = _submit(sites.fakes["vu"], "alice", 1, 2, 1, sub="s1", copies=2)
     skew = [0.0]
     service, driver = _open(tmp_path, sites, wall=lambda: time.time() + skew[0], grace=20.0)
-    _cycle(driver)
+    run_cycles(driver)
     service.close()
     skew[0] = 10.0
     service, driver = _open(tmp_path, sites, wall=lambda: time.time() + skew[0], grace=20.0)
-    _cycle(driver)
+    run_cycles(driver)
     assert first.state == "PENDING" and service.manager.waiting == 1
     skew[0] = 21.0
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert first.state == "RUNNING"
     service.close()
 
@@ -281,7 +264,7 @@ def test_a_job_pinned_to_a_busy_site_waits_there(tmp_path: Path) -> None:
     sites.fakes["vu"].add_job(4, "", user="carol")
     alice = _submit(sites.fakes["vu"], "alice", 2, 2, 2)
     service, driver = _open(tmp_path, sites)
-    _cycle(driver, 3)
+    run_cycles(driver, 3)
     assert alice.state == "PENDING" and alice.held
     assert service.manager.waiting == 1
     assert not any(c[:1] == ["sbatch"] for f in sites.fakes.values() for c in f.calls)
@@ -304,7 +287,7 @@ def test_bad_and_forged_tags_are_logged_once_and_never_acted_on(
     helper = fake.add_job(1, meta.encode(meta.Tag(service.info.run_id, helper_for=claims.job_id)),
                           user="bob")
     with caplog.at_level(logging.WARNING):
-        _cycle(driver, 3)
+        run_cycles(driver, 3)
     ignored = [r for r in caplog.records if "event=tag_ignored" in r.getMessage()]
     assert sorted(int(r.getMessage().split("slurm_id=")[1].split()[0]) for r in ignored) == \
         sorted([claims.job_id, broken.job_id, huge.job_id, forged.job_id, helper.job_id,
@@ -327,15 +310,15 @@ def test_polls_are_bounded_whatever_the_number_of_jobs(tmp_path: Path) -> None:
     for _ in range(100):
         _submit(fake, "alice", 2, 2, 2, held=False)  # rigid-sized: nothing to resize
     service, driver = _open(tmp_path, sites)
-    _cycle(driver, 3)  # adopted, followed
+    run_cycles(driver, 3)  # adopted, followed
     assert service.manager.unfinished == 100
     fake.calls.clear()
-    _cycle(driver, 5)
+    run_cycles(driver, 5)
     assert len(fake.calls) == 5  # one poll per cycle, nothing else
     for job in list(fake.jobs.values())[150:160]:
         fake.finish(job.job_id)
     fake.calls.clear()
-    _cycle(driver)
+    run_cycles(driver)
     assert len(fake.calls) <= 2  # the poll, and at most one sacct
     service.close()
 
@@ -345,20 +328,20 @@ def test_restart_takes_everything_up_again(tmp_path: Path) -> None:
     fake = sites.fakes["vu"]
     alice = _submit(fake, "alice", 1, 6, 1, sub="a1")
     service, driver = _open(tmp_path, sites)
-    _cycle(driver, 3)
+    run_cycles(driver, 3)
     assert len(alice.nodes) == 6
     waiting = _submit(fake, "bob", 6, 6, 6, sub="b1")  # cannot fit: waits held
-    _cycle(driver)
+    run_cycles(driver)
     before = {k: (r.state, r.cluster) for k, r in service.manager.records.items()}
     service.store.close()  # as after SIGKILL: nothing else is flushed or closed
     service, driver = _open(tmp_path, sites)
     assert {k: (r.state, r.cluster) for k, r in service.manager.records.items()} == before
     assert service.manager.waiting_ids() == ["bob:b1"]
     fake.calls.clear()
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert not any(c[0] in ("sbatch", "scancel") for c in fake.calls)
     fake.finish(alice.job_id)
-    _cycle(driver, 2)  # alice ended: bob's copy is released at 6
+    run_cycles(driver, 2)  # alice ended: bob's copy is released at 6
     assert waiting.state == "RUNNING"
     assert service.manager.records["alice:a1"].state.finished
     service.close()
@@ -370,10 +353,10 @@ def test_cancelled_waiting_job_leaves_the_queue(tmp_path: Path) -> None:
     fake.add_job(2, "", user="carol")
     alice = _submit(fake, "alice", 2, 2, 2, sub="z")
     service, driver = _open(tmp_path, sites)
-    _cycle(driver)
+    run_cycles(driver)
     assert service.manager.waiting_ids() == ["alice:z"]
     fake.finish(alice.job_id, "CANCELLED")
-    _cycle(driver)
+    run_cycles(driver)
     assert service.manager.waiting_ids() == []
     assert service.manager.records["alice:z"].state.value == "cancelled"
     service.close()
@@ -383,7 +366,7 @@ def test_status_and_metrics_show_jobs_and_resizes(tmp_path: Path) -> None:
     sites = Sites("vu")
     alice = _submit(sites.fakes["vu"], "alice", 1, 4, 1, sub="m")
     service, driver = _open(tmp_path, sites)
-    _cycle(driver, 3)
+    run_cycles(driver, 3)
     status = service.status()
     assert status["policy"]["name"] == "fpsma" and status["cycles"] == 3
     assert status["sites"][0]["online"] is True and status["sites"][0]["kind"] == "slurm"
@@ -411,7 +394,7 @@ def test_an_mpi_job_without_its_channel_is_not_resized(tmp_path: Path,
     alice = fake.add_job(1, comment, name="jacobi", user="alice", held=True)
     caplog.set_level(logging.WARNING, "malleable.site.adapter")
     service, driver = _open(tmp_path, sites)
-    _cycle(driver, 4)  # placed and followed; FPSMA would grow it into the idle nodes
+    run_cycles(driver, 4)  # placed and followed; FPSMA would grow it into the idle nodes
     negotiations = service.adapters["vu"].negotiations
     assert negotiations is not None and negotiations.wait(5.0) == []  # answered in a worker
     assert alice.state == "RUNNING" and len(alice.nodes) == 1
@@ -432,12 +415,12 @@ def test_a_job_waiting_on_a_full_site_shrinks_jobs_there_not_elsewhere(
     alice = _submit(vu, "alice", 1, 3, 1)
     bob = _submit(uva, "bob", 1, 2, 1)
     service, driver = _open(tmp_path, sites, approach="pwa")
-    _cycle(driver, 4)
+    run_cycles(driver, 4)
     assert (len(alice.nodes), len(bob.nodes)) == (3, 2)
     service.close()
     service, driver = _open(tmp_path, sites, approach="pwa")  # a restart, as on the testbed
     bob2 = _submit(vu, "bob", 1, 1, 1)
-    _cycle(driver, 4)
+    run_cycles(driver, 4)
     assert bob2.state == "RUNNING" and len(alice.nodes) == 2 and len(bob.nodes) == 2
     service.close()
 
@@ -456,13 +439,13 @@ def test_ended_jobs_are_forgotten_past_a_bounded_number(tmp_path: Path,
     adapter = service.adapters["vu"]
     for n in range(30):
         _submit(fake, "bob", 1, 3, 1, sub=f"e{n}")
-        _cycle(driver, 2)
+        run_cycles(driver, 2)
         for job in [j for j in fake.jobs.values() if j.user == "bob" and j.state == "RUNNING"]:
             if job.job_id % 3 != 0:
                 fake.finish(job.job_id)
         for job_id in [j for j, job in fake.jobs.items() if job.state == "COMPLETED"]:
             del fake.jobs[job_id]  # Slurm forgets ended jobs
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     live = service.manager.unfinished
     ended = [r for r in service.manager.records.values() if r.state.finished]
     assert len(ended) == 4 and live + 4 == len(service.manager.records)
@@ -488,18 +471,18 @@ def test_a_dead_node_is_shed_and_forgotten_with_its_job(tmp_path: Path,
     fake = sites.fakes["vu"]
     adapter = service.adapters["vu"]
     alice = _submit(fake, "alice", 2, 6, 2)
-    _cycle(driver, 3)
+    run_cycles(driver, 3)
     assert len(alice.nodes) == 6
     dead = alice.nodes[3]
     fake.dead = {dead}
-    _cycle(driver)  # shed: the job goes on without it
+    run_cycles(driver)  # shed: the job goes on without it
     assert [e["dead"] for e in adapter.node_failures] == [dead]
     assert dead not in alice.nodes and alice.state == "RUNNING"
     assert adapter.cluster._lost == {(alice.job_id, dead)}
     fake.dead = set()
     fake.finish(alice.job_id)
     del fake.jobs[alice.job_id]
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert service.manager.records == {}
     assert adapter.node_failures == [] and adapter.cluster._lost == set()
     assert [e["dead"] for e in service.store.node_failures("vu")] == [dead]
@@ -514,11 +497,11 @@ def test_an_mpi_job_on_a_dead_node_is_left_to_slurm(tmp_path: Path) -> None:
     comment = tags.encode(tags.UserTag(2, 4, mpi=True), "alice")
     alice = fake.add_job(3, comment, name="jacobi", user="alice", held=True)
     service, driver = _open(tmp_path, sites)
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert alice.state == "RUNNING" and len(alice.nodes) == 3
     fake.dead = {alice.nodes[2]}
     fake.calls.clear()
-    _cycle(driver)
+    run_cycles(driver)
     adapter = service.adapters["vu"]
     assert [(e["action"], e["reason"]) for e in adapter.node_failures] == [
         ("none", "an --mpi job lost ranks with the node: Slurm ends it NODE_FAIL")]
@@ -534,13 +517,13 @@ def test_a_reload_adds_a_site_that_is_placed_on_and_removes_one_no_longer_polled
     driver = driver_for(service)
     sites.fakes["a"].add_job(4, "", user="carol")  # a is full: nothing is placed there
     job = _submit(sites.fakes["b"], "alice", 2, 2, 2)
-    _cycle(driver)
+    run_cycles(driver)
     assert sites.fakes["b"].calls == [] and job.state == "PENDING"
     (tmp_path / "manager.toml").write_text(
         f'[service]\nstate = "{state}"\npoll = 1.0\n'
         '[policy]\nname = "fpsma"\n[clusters.a]\n[clusters.b]\n')
     assert service.reload(driver)
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert job.state == "RUNNING" and service.manager.cluster_of(
         f"alice:b.{job.job_id}") == "b"
     (tmp_path / "manager.toml").write_text(
@@ -548,7 +531,7 @@ def test_a_reload_adds_a_site_that_is_placed_on_and_removes_one_no_longer_polled
         '[policy]\nname = "fpsma"\n[clusters.b]\n')
     assert service.reload(driver)
     polled = len(sites.fakes["a"].calls)
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert sites.fakes["a"].calls[polled:] == []
     assert service.manager.sites() == ["b"] and list(driver.manager.clusters) == ["b"]
     assert [s["name"] for s in service.status()["sites"]] == ["b"]

@@ -6,7 +6,6 @@ per cycle, restart."""
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,16 +18,15 @@ from malleable.commands.serve import _print_status
 from malleable.config import SiteConfig
 from malleable.errors import InputError
 from malleable.model import JobState
-from malleable.realtime import Outcome
 from malleable.resources import Capability
 from malleable.site import tag as tags
-from malleable.site.assembly import make_adapter, open_service
+from malleable.site.assembly import make_adapter
 from malleable.site.daemon import SiteService
-from malleable.site.driver import ServiceDriver, driver_for
+from malleable.site.driver import ServiceDriver
 from malleable.site.oarsite import SiteOar
 from tests.fakes.oar import FakeOar, FakeOarJob
-from tests.fakes.service_config import ACCOUNT, service_config
-from tests.fakes.slurm import FakeJob, FakeSlurm, node_names, settle
+from tests.fakes.service_config import ACCOUNT, open_quick, run_cycles, service_config
+from tests.fakes.slurm import FakeJob, FakeSlurm, node_names
 
 SUDO = ["sudo", "-n", "-u", "oar"]
 
@@ -52,20 +50,7 @@ class Sites:
 
 
 def _open(tmp_path: Path, sites: Sites, **kw: str) -> tuple[SiteService, ServiceDriver]:
-    service = open_service(sites.config(tmp_path, **kw), sites.ctl)
-    for adapter in service.adapters.values():
-        resizer = getattr(adapter, "resizer", None)
-        if resizer is not None:
-            resizer.sleep = lambda s: None
-            resizer.settle = 0.0
-    return service, driver_for(service)
-
-
-def _cycle(driver: ServiceDriver, cycles: int = 1) -> None:
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for _ in range(cycles):
-            driver._cycle(pool, Outcome(0, "", 0))
-            assert settle(driver.manager.clusters.values()) == []
+    return open_quick(sites.config(tmp_path, **kw), sites.ctl)
 
 
 def _submit(fake: FakeOar, user: str, low: int, high: int, nodes: int, sub: str | None = None,
@@ -105,17 +90,17 @@ def test_alice_s_held_job_is_resumed_as_oar_and_bob_s_job_left_alone(tmp_path: P
     adapter = service.adapters["grid"]
     assert isinstance(adapter, SiteOar)
     assert adapter.capabilities == {Capability.EXPAND, Capability.SHRINK}
-    _cycle(driver)
+    run_cycles(driver)
     assert [*SUDO, "oarresume", str(alice.job_id)] in fake.calls
     assert alice.state == "Running" and len(alice.nodes) == 2
     assert alice.events == ["RESUME_JOB"]
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     record = service.manager.records["alice:a1"]
     assert record.state is JobState.RUNNING and record.spec.user == "alice"
     assert service.manager.cluster_of("alice:a1") == "grid"
     assert _touched(fake, bob.job_id) == [] and bob.state == "Running"
     fake.finish(alice.job_id)
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert record.state is JobState.COMPLETED
     assert service.status()["jobs"][0]["native_id"] == alice.job_id
     service.close()
@@ -128,7 +113,7 @@ def test_without_its_agent_nothing_offers_a_resize_on_oar(tmp_path: Path) -> Non
     fake = sites.oar["grid"]
     alice = _submit(fake, "alice", 1, 6, 1, sub="a1")
     service, driver = _open(tmp_path, sites)
-    _cycle(driver, 4)
+    run_cycles(driver, 4)
     assert alice.state == "Running" and len(alice.nodes) == 1
     view = service.adapters["grid"].observe()
     (job,) = view.running.values()
@@ -154,12 +139,12 @@ def test_a_held_job_starts_at_its_submitted_size_once_it_fits(
     alice = _submit(fake, "alice", 1, 4, 3, sub="a1")  # OAR cannot start it at 2
     service, driver = _open(tmp_path, sites)
     with caplog.at_level(logging.INFO):
-        _cycle(driver, 3)
+        run_cycles(driver, 3)
     assert alice.state == "Hold" and _touched(fake, alice.job_id) == []
     deferred = [r for r in caplog.records if "event=place_deferred" in r.getMessage()]
     assert len(deferred) == 1 and "its 3 submitted nodes; 2 offered" in deferred[0].getMessage()
     fake.finish(carol.job_id)
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert alice.state == "Running" and len(alice.nodes) == 3
     assert service.manager.records["alice:a1"].sizes[-1][1] == 3
     service.close()
@@ -171,12 +156,12 @@ def test_a_copy_on_another_oar_site_is_deleted_as_oar(tmp_path: Path) -> None:
     first = _submit(sites.oar["grid"], "alice", 1, 2, 1, sub="s1")
     second = _submit(sites.oar["lab"], "alice", 1, 2, 1, sub="s1")
     service, driver = _open(tmp_path, sites)
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert service.manager.cluster_of("alice:s1") == "lab"
     assert second.state == "Running"
     assert [*SUDO, "oardel", str(first.job_id)] in sites.oar["grid"].calls
     assert first.state == "Error" and first.events == ["FRAG_JOB_REQUEST"]
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert service.manager.records["alice:s1"].state is JobState.RUNNING
     service.close()
 
@@ -191,10 +176,10 @@ def test_a_deleted_copy_oar_still_lists_is_not_deleted_again(
     second = _submit(sites.oar["lab"], "alice", 1, 2, 1, sub="s1")
     service, driver = _open(tmp_path, sites)
     with caplog.at_level(logging.INFO, "malleable.site"):
-        _cycle(driver, 2)
+        run_cycles(driver, 2)
         assert service.manager.cluster_of("alice:s1") == "grid" and first.state == "Running"
         assert second.state == "Hold" and second.fragged  # deleted, still listed
-        _cycle(driver, 6)
+        run_cycles(driver, 6)
     deletes = [c for c in sites.oar["lab"].calls if c[:5] == [*SUDO, "oardel"]]
     assert deletes == [[*SUDO, "oardel", str(second.job_id)]]
     assert second.state == "Error" and second.events == ["FRAG_JOB_REQUEST"]
@@ -216,7 +201,7 @@ def test_a_mixed_service_places_one_copy_and_cancels_the_other(tmp_path: Path,
     on_oar = _submit(sites.oar["grid"], "alice", 1, 2, 1, sub="m1")
     on_slurm = _slurm_submit(sites.slurm["vu"], "alice", 1, 2, 1, sub="m1")
     service, driver = _open(tmp_path, sites)
-    _cycle(driver, 3)
+    run_cycles(driver, 3)
     if busy == "vu":
         assert service.manager.cluster_of("alice:m1") == "grid"
         assert on_oar.state == "Running" and on_slurm.state == "CANCELLED"
@@ -239,11 +224,11 @@ def test_an_oar_copy_announced_by_n_is_awaited_though_the_slurm_copy_came_first(
     on_slurm = sites.slurm["vu"].add_job(1, tags.encode(tag, "alice"), name="app",
                                          user="alice", held=True)
     service, driver = _open(tmp_path, sites)
-    _cycle(driver)
+    run_cycles(driver)
     assert on_slurm.state == "PENDING" and service.manager.waiting == 1
     on_oar = _submit(sites.oar["grid"], "alice", 1, 2, 1, name=tags.encode_oar(tag))
     assert on_oar.name.endswith(";sub=m1;n=2")
-    _cycle(driver, 3)
+    run_cycles(driver, 3)
     assert service.manager.cluster_of("alice:m1") == "grid"
     assert on_oar.state == "Running" and on_slurm.state == "CANCELLED"
     service.close()
@@ -259,7 +244,7 @@ def test_bad_and_forged_tags_are_logged_once_and_never_acted_on(
     mine = _submit(fake, ACCOUNT, 1, 1, 1, sub="own")  # the service's account: not a user's
     service, driver = _open(tmp_path, sites)
     with caplog.at_level(logging.WARNING):
-        _cycle(driver, 3)
+        run_cycles(driver, 3)
     ignored = [r.getMessage() for r in caplog.records if "event=tag_ignored" in r.getMessage()]
     assert sorted(int(m.split("oar_id=")[1].split()[0]) for m in ignored) == \
         [bad.job_id, forged.job_id, junk.job_id]
@@ -270,7 +255,7 @@ def test_bad_and_forged_tags_are_logged_once_and_never_acted_on(
     fake.user = "bob"
     OarCtl(fake).delete([bad.job_id])  # gone from the queue: its refusal is forgotten
     fake.user = ACCOUNT
-    _cycle(driver)
+    run_cycles(driver)
     assert sorted(service.adapters["grid"].ignored) == [forged.job_id, junk.job_id]
     service.close()
 
@@ -282,13 +267,13 @@ def test_a_job_its_user_deletes_ends_cancelled_and_one_that_fails_failed(
     first = _submit(fake, "alice", 1, 2, 1, sub="a1")
     second = _submit(fake, "bob", 1, 2, 1, sub="b1")
     service, driver = _open(tmp_path, sites)
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert first.state == second.state == "Running"
     fake.user = "alice"
     assert OarCtl(fake).delete([first.job_id]).rc == 0  # her own oardel, after the resume
     fake.user = ACCOUNT
     fake.finish(second.job_id, exit_code=1)
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert first.events == ["RESUME_JOB", "FRAG_JOB_REQUEST"]
     assert service.manager.records["alice:a1"].state is JobState.CANCELLED
     assert service.manager.records["bob:b1"].state is JobState.FAILED
@@ -301,12 +286,12 @@ def test_a_held_job_its_user_deletes_leaves_the_queue(tmp_path: Path) -> None:
     fake.add_job(4, name="busy")
     alice = _submit(fake, "alice", 2, 2, 2, sub="a1")
     service, driver = _open(tmp_path, sites)
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert service.manager.waiting_ids() == ["alice:a1"]
     fake.user = "alice"
     OarCtl(fake).delete([alice.job_id])
     fake.user = ACCOUNT
-    _cycle(driver)
+    run_cycles(driver)
     assert service.manager.waiting_ids() == []
     service.close()
 
@@ -319,7 +304,7 @@ def test_without_the_sudo_rule_nothing_is_resumed(tmp_path: Path,
     alice = _submit(fake, "alice", 1, 2, 1, sub="a1")
     service, driver = _open(tmp_path, sites)
     with caplog.at_level(logging.WARNING):
-        _cycle(driver, 2)
+        run_cycles(driver, 2)
     assert alice.state == "Hold"
     refused = [r.getMessage() for r in caplog.records if "event=place_refused" in r.getMessage()]
     assert refused and "a password is required" in refused[0]
@@ -347,10 +332,10 @@ def test_polls_are_bounded_whatever_the_number_of_jobs(tmp_path: Path) -> None:
     for i in range(60):
         _submit(fake, "alice", 2, 2, 2, sub=f"a{i}")
     service, driver = _open(tmp_path, sites)
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert service.manager.unfinished == 60
     fake.calls.clear()
-    _cycle(driver, 4)
+    run_cycles(driver, 4)
     assert len(fake.calls) == 4  # one poll (oarnodes -J and oarstat -J) per cycle
     service.close()
 
@@ -362,17 +347,17 @@ def test_restart_takes_the_oar_jobs_up_again(tmp_path: Path) -> None:
     fake.add_job(3, name="busy")
     bob = _submit(fake, "bob", 2, 2, 2, sub="b1")  # cannot fit: waits held
     service, driver = _open(tmp_path, sites)
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert alice.state == "Running" and bob.state == "Hold"
     service.store.close()  # as after SIGKILL
     service, driver = _open(tmp_path, sites)
     assert service.manager.cluster_of("alice:a1") == "grid"
     assert service.manager.waiting_ids() == ["bob:b1"]
     fake.calls.clear()
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert not any(c[:4] == SUDO for c in fake.calls)
     fake.finish(alice.job_id)
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert service.manager.records["alice:a1"].state is JobState.COMPLETED
     service.close()
 
@@ -399,7 +384,7 @@ def test_copies_with_the_same_oar_id_on_two_sites_are_told_apart(tmp_path: Path)
     second = _submit(sites.oar["lab"], "alice", 1, 2, 1, sub="s1")
     assert first.job_id == second.job_id
     service, driver = _open(tmp_path, sites)
-    _cycle(driver, 2)
+    run_cycles(driver, 2)
     assert service.manager.cluster_of("alice:s1") == "grid" and first.state == "Running"
     assert second.state == "Error" and second.events == ["FRAG_JOB_REQUEST"]
     service.close()
@@ -416,7 +401,7 @@ def test_a_second_running_copy_with_the_same_id_is_logged_once_and_left_alone(
         fake.user = ACCOUNT
     service, driver = _open(tmp_path, sites)
     with caplog.at_level(logging.WARNING):
-        _cycle(driver, 3)
+        run_cycles(driver, 3)
     duplicates = [r.getMessage() for r in caplog.records if "event=duplicate" in r.getMessage()]
     assert len(duplicates) == 1 and f"site=lab oar_id={copies[1].job_id} " in duplicates[0]
     assert all(job.state == "Running" for job in copies)
@@ -435,7 +420,7 @@ def test_log_lines_and_status_name_a_job_s_id_by_its_site_s_kind(
     on_vu = _slurm_submit(sites.slurm["vu"], "alice", 1, 2, 1, sub="k1")
     service, driver = _open(tmp_path, sites, channel="127.0.0.1:0")
     with caplog.at_level(logging.INFO, "malleable.site"):
-        _cycle(driver, 3)
+        run_cycles(driver, 3)
     lines = [r.getMessage() for r in caplog.records if "event=" in r.getMessage()]
     assert any(f"event=adopted job=alice:k1 user=alice site=grid oar_id={on_grid.job_id} "
                "state=waiting" in line for line in lines), lines  # seen first on grid
