@@ -54,7 +54,20 @@ EXPECTED_SECONDS: dict[str, float] = {
     "test_coorm_real": 9, "test_stray_helpers": 3,
 }
 
+#: Groups that need no testbed image (the unit and simulator tests; Ansible and the release
+#: build on the Debian base only, built first, with the bookworm testbed image's build, in
+#: seconds). While ``.ci/run`` builds the images beside the tests (``MALLEABLE_IMAGES_WAIT``
+#: set), these start first, so that the workers do not begin by waiting for an image.
+NO_IMAGE_GROUPS = ("test_ansible", "local", "test_release")
+
 CI_PARTS = ("all", "shared", "alone")
+
+
+def group_order(group: str, images_building: bool) -> tuple[int, float]:
+    """Sort key of a group under ``--dist loadgroup``: longest first; while the images are
+    still being built, the groups that need none come first (longest first among them)."""
+    first = 0 if images_building and group in NO_IMAGE_GROUPS else 1
+    return (first, -EXPECTED_SECONDS.get(group, 60.0))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -107,7 +120,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             item.add_marker(pytest.mark.xdist_group(groups[id(item)]))
         # longest first (a stable sort: each group keeps its own order)
-        items.sort(key=lambda i: -EXPECTED_SECONDS.get(groups[id(i)], 60.0))
+        building = bool(os.environ.get("MALLEABLE_IMAGES_WAIT"))
+        items.sort(key=lambda i: group_order(groups[id(i)], building))
     if integration_enabled(config):
         return
     skip = pytest.mark.skip(reason="needs the testbed: run with --integration")
