@@ -133,6 +133,7 @@ def wait_for_build(status_dir: Path, slurm: str, *, timeout: float = WAIT_TIMEOU
     log = status_dir / f"{slurm}.log"
     what = f"the Slurm {slurm} testbed image"
     start = clock()
+    logged = False
     while True:
         status = _read_small(status_dir / f"{slurm}.status")
         if status is not None:
@@ -146,6 +147,9 @@ def wait_for_build(status_dir: Path, slurm: str, *, timeout: float = WAIT_TIMEOU
         if _read_small(status_dir / "done") is not None:
             raise ExternalError(f"the image build the tests wait for ended without building "
                                 f"{what}: see its log {log}")
+        if not logged:  # said once, where a test's captured log shows it
+            logger.info("waiting for %s, built by another process (log: %s)", what, log)
+            logged = True
         if clock() - start >= timeout:
             raise ExternalError(f"{what} was not built within {timeout:.0f} s by the build the "
                                 f"tests wait for ({WAIT_TIMEOUT_ENV} to wait longer): see its "
