@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 _PYTHON3 = """#!/bin/sh
 echo "python3 $*" >> "$CALLS"
 case "$*" in
-  *"-m pytest"*) echo "wait ${MALLEABLE_IMAGES_WAIT:-}" >> "$CALLS";;
+  *"-m pytest"*) echo "wait ${MALLEABLE_IMAGES_WAIT:-} ${MALLEABLE_CI_IMAGES_BUILDING:-}" >> "$CALLS";;
   *"-m ruff"*)  # fails (with RUFF_RC) only once the image build has started
     while [ "${RUFF_RC:-0}" != 0 ] && [ ! -s "$IMAGES_PID" ]; do sleep 0.05; done
     exit "${RUFF_RC:-0}";;
@@ -83,7 +83,8 @@ def test_the_tests_start_while_the_images_build_and_are_told_where_to_wait(tree:
     status = next(c for c in calls if c.startswith("status ")).removeprefix("status ")
     assert status.startswith("/")
     waits = [c.removeprefix("wait ") for c in calls if c.startswith("wait")]
-    assert waits == [status, status]  # both parts (workers, alone) wait on the build's status
+    # both parts (workers, alone) wait on the build's status, still building (no `done`)
+    assert waits == [f"{status} 1", f"{status} 1"]
     assert "images built" in done.stdout  # its log, once the tests are done
     assert done.stdout.index("== tests") < done.stdout.index("images built")
     assert "testbed images (what is left of the build)" in done.stdout
