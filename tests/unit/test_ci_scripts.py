@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 _PYTHON3 = """#!/bin/sh
 echo "python3 $*" >> "$CALLS"
 case "$*" in
-  *"-m pytest"*) echo "wait ${MALLEABLE_IMAGES_WAIT:-} ${MALLEABLE_CI_IMAGES_BUILDING:-}" >> "$CALLS";;
+  *"-m pytest"*)
+    echo "wait ${MALLEABLE_IMAGES_WAIT:-} ${MALLEABLE_CI_IMAGES_BUILDING:-}" >> "$CALLS";;
   *"-m ruff"*)  # fails (with RUFF_RC) only once the image build has started
     while [ "${RUFF_RC:-0}" != 0 ] && [ ! -s "$IMAGES_PID" ]; do sleep 0.05; done
     exit "${RUFF_RC:-0}";;
