@@ -10,8 +10,9 @@
 #   bash .ci/testbed-setup.sh engine    # only the packages and dockerd
 #   bash .ci/testbed-setup.sh images    # only the images (needs the engine)
 #
-# .ci/run runs `engine`, then `images` in the background while lint, types and the compiled
-# build run, and waits for it (and fails on its exit status) before the tests.
+# .ci/run runs `engine`, then `images` in the background (MALLEABLE_IMAGES_STATUS) while
+# lint, types, the compiled build and the tests run; a test whose image is not built yet
+# waits for it (MALLEABLE_IMAGES_WAIT). .ci/run fails on this step's exit status at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
@@ -61,11 +62,38 @@ images() {
   # Cold, each extra version costs a base (mmdebstrap, ~1.5-2.5 min) and an image (~6-7 min
   # under load); warm, a few seconds each.
   versions=${MALLEABLE_SLURM_VERSIONS:-22.05,24.11,26.05}
+  # MALLEABLE_IMAGES_STATUS=DIR (.ci/run: a private mktemp -d): the tests that run while
+  # this builds (MALLEABLE_IMAGES_WAIT=DIR) wait for their version's image instead of
+  # building it too. DIR gets `plan` (the versions, in order) first, then per version its
+  # log (V.log) and exit status (V.status, written whole by a rename), and `done` at the end.
+  # A failed version does not stop the next ones; the exit status is then 1.
+  status_dir=${MALLEABLE_IMAGES_STATUS:-}
+  if [ -n "$status_dir" ]; then
+    printf '%s\n' ${versions//,/ } >"$status_dir/plan.tmp"
+    mv "$status_dir/plan.tmp" "$status_dir/plan"
+    trap 'touch "$status_dir/done"' EXIT
+  fi
+  failed=0
   for version in ${versions//,/ }; do
     start=$(date +%s)
-    PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" python3 -m malleable testbed build --slurm "$version"
+    log=${status_dir:+$status_dir/$version.log}
+    rc=0
+    # (never waits for itself: the wait is for the tests' processes)
+    MALLEABLE_IMAGES_WAIT= PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" \
+      python3 -m malleable testbed build --slurm "$version" 2>&1 | tee ${log:+"$log"} || rc=$?
+    if [ -n "$status_dir" ]; then
+      echo "$rc" >"$status_dir/$version.status.tmp"
+      mv "$status_dir/$version.status.tmp" "$status_dir/$version.status"
+    fi
+    if [ "$rc" -ne 0 ]; then
+      echo "testbed-setup: Slurm $version images FAILED (exit $rc) after $(( $(date +%s) - start )) s" >&2
+      failed=1
+      [ -n "$status_dir" ] || exit "$rc"   # alone, the first failure ends it, as before
+      continue
+    fi
     echo "testbed-setup: Slurm $version images ready in $(( $(date +%s) - start )) s"
   done
+  return "$failed"
 }
 
 if [ "$step" != images ]; then engine; fi

@@ -54,7 +54,30 @@ EXPECTED_SECONDS: dict[str, float] = {
     "test_coorm_real": 9, "test_stray_helpers": 3,
 }
 
+#: Groups that need no testbed image (the unit and simulator tests; Ansible and the release
+#: build on the Debian base only, built first, with the bookworm testbed image's build, in
+#: seconds). While ``.ci/run`` builds the images beside the tests
+#: (``MALLEABLE_CI_IMAGES_BUILDING=1``: the build was not done when the tests started), these
+#: start first, so that the workers do not begin by waiting for an image.
+NO_IMAGE_GROUPS = ("test_ansible", "local", "test_release")
+#: Groups that need the images of the other Slurm versions (24.11, 26.05), built last: while
+#: the images build, these start last, so that they do not hold a worker waiting for them
+#: (the contract suite asks for 24.11 and 26.05 in its first minute).
+OTHER_VERSION_GROUPS = ("contract", "slurm-matrix", "test_site_rest")
+
 CI_PARTS = ("all", "shared", "alone")
+
+
+def group_order(group: str, images_building: bool) -> tuple[int, float]:
+    """Sort key of a group under ``--dist loadgroup``: longest first; while the images are
+    still being built, the groups that need none come first and those that need the last
+    ones built come last (longest first within each)."""
+    rank = 1
+    if images_building and group in NO_IMAGE_GROUPS:
+        rank = 0
+    elif images_building and group in OTHER_VERSION_GROUPS:
+        rank = 2
+    return (rank, -EXPECTED_SECONDS.get(group, 60.0))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -107,7 +130,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             item.add_marker(pytest.mark.xdist_group(groups[id(item)]))
         # longest first (a stable sort: each group keeps its own order)
-        items.sort(key=lambda i: -EXPECTED_SECONDS.get(groups[id(i)], 60.0))
+        # (decided once by .ci/run, so that every xdist worker collects the same order)
+        building = os.environ.get("MALLEABLE_CI_IMAGES_BUILDING", "") == "1"
+        items.sort(key=lambda i: group_order(groups[id(i)], building))
     if integration_enabled(config):
         return
     skip = pytest.mark.skip(reason="needs the testbed: run with --integration")

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import ALONE, EXPECTED_SECONDS, ci_group, runs_alone
+from tests.conftest import (
+    ALONE,
+    EXPECTED_SECONDS,
+    NO_IMAGE_GROUPS,
+    OTHER_VERSION_GROUPS,
+    ci_group,
+    group_order,
+    runs_alone,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,3 +44,14 @@ def test_every_estimated_group_exists() -> None:
     modules = {p.stem for p in (ROOT / "tests" / "integration").glob("test_*.py")}
     for group in EXPECTED_SECONDS:
         assert group in modules | {"local", "contract", "slurm-matrix"}, group
+
+
+def test_while_the_images_build_the_groups_that_need_none_start_first() -> None:
+    groups = ["contract", "test_ansible", "local", "test_release", "slurm-matrix", "unknown"]
+    warm = sorted(groups, key=lambda g: group_order(g, False))
+    assert warm == ["contract", "test_ansible", "local", "slurm-matrix", "test_release",
+                    "unknown"]  # longest first, as before
+    cold = sorted(groups, key=lambda g: group_order(g, True))
+    assert cold == ["test_ansible", "local", "test_release", "unknown", "contract",
+                    "slurm-matrix"]
+    assert set(NO_IMAGE_GROUPS) | set(OTHER_VERSION_GROUPS) <= set(EXPECTED_SECONDS)

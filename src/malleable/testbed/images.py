@@ -9,6 +9,13 @@ The testbed image carries a label with a hash of its build context (the Dockerfi
 scripts, the malleable sources, the Slurm version and the base image's id) and is tagged
 with it: it is built only when no image of that hash exists. The default version's image
 is also ``malleable-testbed:latest``; another version's is ``malleable-testbed:slurm-V``.
+``MALLEABLE_TESTBED_REPO`` names another repository for them (a repository of one's own,
+to build without retagging the shared images; it is never pruned).
+
+Another process may be building the images (``.ci/testbed-setup.sh images`` in ``.ci/run``,
+while the tests run): with ``MALLEABLE_IMAGES_WAIT=DIR``, :func:`ensure_image` first waits
+for that build of its version (:func:`wait_for_build`, the status files in DIR), bounded, and
+never builds that version a second time beside it.
 """
 
 from __future__ import annotations
@@ -18,7 +25,8 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import malleable.testbed.versions as versions
@@ -38,6 +46,16 @@ LABEL_CONTEXT = "org.malleable.context"
 CONTEXT_FILES = ("Dockerfile", "entrypoint.sh", "healthcheck.sh", "sshd_config")
 BASE_TIMEOUT = 900.0
 BUILD_TIMEOUT = 1800.0
+#: Environment: the status directory of another process's image build to wait for.
+WAIT_ENV = "MALLEABLE_IMAGES_WAIT"
+#: Environment: seconds to wait for it at most (default :data:`WAIT_TIMEOUT`).
+WAIT_TIMEOUT_ENV = "MALLEABLE_IMAGES_WAIT_TIMEOUT"
+#: The images' whole cold build measured 10-20 min here (issue 37): 2,400 s is its budget.
+WAIT_TIMEOUT = 2400.0
+#: Seconds between two looks at the build's status.
+WAIT_POLL = 2.0
+#: Environment: the repository of the testbed images (default :data:`REPO`).
+REPO_ENV = "MALLEABLE_TESTBED_REPO"
 
 
 def testbed_dir() -> Path:
@@ -87,6 +105,71 @@ def image_label(docker: Docker, image: str, label: str) -> str | None:
     return result.stdout.strip() if result.ok else None
 
 
+def _read_small(path: Path, limit: int = 4096) -> str | None:
+    """The start of a small status file, or None when it does not exist (yet)."""
+    try:
+        with path.open("rb") as f:
+            return f.read(limit).decode("utf-8", "replace")
+    except FileNotFoundError:
+        return None
+
+
+def wait_for_build(status_dir: Path, slurm: str, *, timeout: float = WAIT_TIMEOUT,
+                   poll: float | None = None, clock: Callable[[], float] = time.monotonic,
+                   sleep: Callable[[float], None] = time.sleep) -> bool:
+    """Wait until the image build that writes ``status_dir`` is done with version ``slurm``.
+
+    The builder (``.ci/testbed-setup.sh images`` with ``MALLEABLE_IMAGES_STATUS=DIR``) writes
+    ``plan`` (the versions it will build, one a line) first, then ``V.status`` (its exit
+    status) and ``V.log`` for each version, and ``done`` when it ends. Returns False when
+    ``slurm`` is not in the plan (or there is none: no build to wait for), True once its
+    status is 0. Raises :class:`ExternalError`, naming the image and the build's log, when
+    that build failed, when the builder ended without building it, or after ``timeout`` s.
+    """
+    poll = WAIT_POLL if poll is None else poll
+    plan = _read_small(status_dir / "plan")
+    if plan is None or slurm not in plan.split():
+        return False
+    log = status_dir / f"{slurm}.log"
+    what = f"the Slurm {slurm} testbed image"
+    start = clock()
+    logged = False
+    while True:
+        status = _read_small(status_dir / f"{slurm}.status")
+        if status is not None:
+            if status.strip() == "0":
+                waited = clock() - start
+                if waited >= poll:
+                    logger.info("waited %.0f s for %s (built by another process)", waited, what)
+                return True
+            raise ExternalError(f"{what} failed to build (exit status {status.strip()[:20]}) "
+                                f"in the build the tests wait for: see its log {log}")
+        if _read_small(status_dir / "done") is not None:
+            raise ExternalError(f"the image build the tests wait for ended without building "
+                                f"{what}: see its log {log}")
+        if not logged:  # said once, where a test's captured log shows it
+            logger.info("waiting for %s, built by another process (log: %s)", what, log)
+            logged = True
+        if clock() - start >= timeout:
+            raise ExternalError(f"{what} was not built within {timeout:.0f} s by the build the "
+                                f"tests wait for ({WAIT_TIMEOUT_ENV} to wait longer): see its "
+                                f"log {log}")
+        sleep(poll)
+
+
+def _wait_from_env(slurm: str) -> None:
+    """Wait for another process's build of ``slurm`` when ``MALLEABLE_IMAGES_WAIT`` says so."""
+    status_dir = os.environ.get(WAIT_ENV, "")
+    if not status_dir:
+        return
+    raw = os.environ.get(WAIT_TIMEOUT_ENV, "")
+    try:
+        timeout = float(raw) if raw else WAIT_TIMEOUT
+    except ValueError:
+        raise ExternalError(f"{WAIT_TIMEOUT_ENV}={raw[:40]!r}: give a number of seconds") from None
+    wait_for_build(Path(status_dir), slurm, timeout=timeout)
+
+
 def ensure_base(docker: Docker, base: str | None = None, *, local: str | None = None,
                 slurm: str = versions.DEFAULT) -> str:
     """The base image to build on, building ``local`` when nothing else is present.
@@ -124,15 +207,21 @@ def _prepare_context(ctx: Path, tb_dir: Path, pkg_dir: Path) -> None:
 
 
 def ensure_image(docker: Docker, base: str | None = None, *, force: bool = False,
-                 repo: str = REPO, no_cache: bool = False, slurm: str = versions.DEFAULT) -> str:
+                 repo: str | None = None, no_cache: bool = False,
+                 slurm: str = versions.DEFAULT) -> str:
     """Build the testbed image of Slurm version ``slurm`` unless one from the same context
     exists; return its tag.
 
     The tag is ``REPO:<context hash>`` (also tagged ``REPO:latest`` for the default version,
     ``REPO:slurm-V`` for another), so checkouts with different sources never overwrite each
     other's image. ``no_cache`` rebuilds every layer (the benchmark's cold build).
+    ``repo`` defaults to ``MALLEABLE_TESTBED_REPO`` or :data:`REPO`. With
+    ``MALLEABLE_IMAGES_WAIT`` set, another process's build of this version is waited for
+    first (:func:`wait_for_build`).
     """
     versions.check(slurm)
+    _wait_from_env(slurm)
+    repo = repo or os.environ.get(REPO_ENV) or REPO
     base = ensure_base(docker, base, slurm=slurm)
     base_id = image_id(docker, base) or base
     tb_dir, pkg_dir = testbed_dir(), package_dir()
@@ -151,7 +240,8 @@ def ensure_image(docker: Docker, base: str | None = None, *, force: bool = False
                           "--build-arg", f"WITH_OAR={'yes' if versions.has_oar(slurm) else 'no'}",
                           "--label", f"{LABEL_CONTEXT}={wanted}", "--tag", tag,
                           "--tag", alias, str(ctx), timeout=BUILD_TIMEOUT)
-    prune_old_images(docker)
+    if repo == REPO:  # a repository of one's own is left alone
+        prune_old_images(docker)
     return tag
 
 
