@@ -467,6 +467,60 @@ def easy_rows(n_jobs: int, trace: Path, setup: Setup) -> list[Row]:
     return rows
 
 
+def big_fifo_rows(n_jobs: int, trace: Path, setup: Setup) -> list[Row]:
+    """FCFS on a big trace (``--big``: 1M), ours only, writing ``jobs.csv`` as a user runs
+    it: the issue 36 target (< 15 s, < 400 MiB with the README's install, the compiled
+    build). No AccaSim (hours at 1M)."""
+    out = setup.workdir / f"ours-fcfs-big-{n_jobs}"
+    twin = setup.workdir / f"ours-fcfs-big-{n_jobs}-compiled"
+    mine, comp = best_of(setup.repeat, ours("fcfs", trace, "128", out),
+                         ours("fcfs", trace, "128", twin, src=COMPILED) if COMPILED else None)
+    assert mine is not None
+
+    def verdict(run: Run) -> str:
+        ok = run.cpu < 15 and run.rss_mib < 400
+        return f"{'ok' if ok else 'NOT MET'} (target < 15 s and < 400 MiB)"
+
+    label = "FIFO first fit, jobs.csv"
+    rows = [Row(label, n_jobs, mine, check=verdict(mine))]
+    if COMPILED:
+        twin_row = compiled_twin(label, n_jobs, comp, mine,
+                                 same_files(out / "jobs.csv", twin / "jobs.csv"))
+        if comp is not None:
+            twin_row.check = f"{verdict(comp)}; {twin_row.check}"
+        rows.append(twin_row)
+    return rows
+
+
+def real_log_rows(log: Path, policy: str, setup: Setup) -> list[Row]:
+    """A real log (``--real-log``: RICC 2010) run as it is, on the platform its header
+    describes (no ``--platform``), writing ``jobs.csv``: the issue 36 target (< 30 s with
+    the README's install, the compiled build, for RICC under EASY)."""
+
+    def run(out: Path, src: Path | None) -> Callable[[], Run]:
+        argv = [sys.executable, "-m", "malleable", "simulate", "--policy", policy,
+                "--workload", str(log), "--json", "--out", str(out), "--no-figures"]
+        return lambda: child(argv, PYTHONPATH=str(src or SOURCE))
+
+    out = setup.workdir / f"real-{policy}"
+    twin = setup.workdir / f"real-{policy}-compiled"
+    mine, comp = best_of(setup.repeat, run(out, None),
+                         run(twin, COMPILED) if COMPILED else None)
+    assert mine is not None
+    n_jobs = json.loads(mine.stdout).get("jobs", 0)
+    label = f"{log.name.split('.')[0]} {policy}, header platform"
+    rows = [Row(label, n_jobs, mine, check=f"{n_jobs / mine.cpu:,.0f} jobs/s; "
+                f"{'ok' if mine.cpu < 30 else 'NOT MET'} (target < 30 s)")]
+    if COMPILED and comp is not None:
+        twin_row = compiled_twin(label, n_jobs, comp, mine,
+                                 same_files(out / "jobs.csv", twin / "jobs.csv"))
+        twin_row.check = (f"{n_jobs / comp.cpu:,.0f} jobs/s; "
+                          f"{'ok' if comp.cpu < 30 else 'NOT MET'} (target < 30 s); "
+                          + twin_row.check)
+        rows.append(twin_row)
+    return rows
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -515,6 +569,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="another checkout (main's worktree, say): its plain sources run "
                              "the per-job output rows too, in turn with ours, and the row "
                              "'... vs baseline tree' compares the two (CPU and outputs)")
+    parser.add_argument("--big", type=int, metavar="N",
+                        help="also FCFS on an N-job trace (1000000: the issue 36 1M target), "
+                             "ours only, jobs.csv written")
+    parser.add_argument("--real-log", type=Path, metavar="SWF",
+                        help="also run this real log (../shared/traces/RICC-2010-2.swf.gz) "
+                             "on its header's platform, jobs.csv written")
+    parser.add_argument("--real-policy", default="easy", help="the --real-log row's policy")
     parser.add_argument("--only", choices=["koala", "fifo", "easy", "rigid", "malleable"],
                         action="append", help="run only these rows (repeatable; rigid: fifo "
                                               "and easy)")
@@ -531,7 +592,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         global SOURCE, COMPILED, BASELINE
-        if parts - {"koala"}:  # the KOALA rows run in this process
+        if parts - {"koala"} or args.big or args.real_log:  # KOALA's run in this process
             SOURCE = compiled.source(workdir / "source")
             if args.baseline is not None:
                 BASELINE = compiled.source(workdir / "baseline", args.baseline.resolve())
@@ -559,6 +620,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if "malleable" in parts:
                 rows += malleable_rows(n_jobs, args.seed, workdir, args.repeat)
             print(f"  done with {n_jobs:,}", flush=True)
+        setup = Setup(bench or ROOT, workdir, args.repeat, venv, problem,
+                      args.accasim_starts_max, args.reference_max, args.accasim, args.simpy)
+        if args.big and bench is not None:
+            rows += big_fifo_rows(args.big, make_trace(bench, args.big, args.seed, workdir),
+                                  setup)
+        if args.real_log is not None:
+            rows += real_log_rows(args.real_log.resolve(), args.real_policy, setup)
         print_table(rows)
     return 0
 
