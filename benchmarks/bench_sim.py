@@ -143,8 +143,19 @@ def ours_argv(policy: str, trace: Path, platform: str = "128", out: Path | None 
 
 def ours(policy: str, trace: Path, platform: str = "128", out: Path | None = None,
          *extra: str, src: Path | None = None) -> Callable[[], Run]:
-    where = str(src or SOURCE)
-    return lambda: child(ours_argv(policy, trace, platform, out, *extra), PYTHONPATH=where)
+    where = src or SOURCE
+    argv = ours_argv(policy, trace, platform, out, *extra)
+    if not draws_figures(where):  # an older tree (the issue's baseline): no --no-figures
+        argv = [a for a in argv if a != "--no-figures"]
+    return lambda: child(argv, PYTHONPATH=str(where))
+
+
+def draws_figures(src: Path) -> bool:
+    """Whether the tree's ``simulate --out`` draws figures (and so takes ``--no-figures``):
+    trees before it did (the issue 36 baseline 5ad7fe8) write jobs.csv and summary.json
+    only."""
+    command = src / "malleable" / "commands" / "simulate.py"
+    return not command.is_file() or "--no-figures" in command.read_text()
 
 
 #: The plain sources the source runs use: a copy of ``src/`` with its bytecode, made by
@@ -171,6 +182,19 @@ def compiled_twin(label: str, n_jobs: int, run: Run | None, source: Run | None,
 
 def same_files(a: Path, b: Path) -> bool:
     return a.read_bytes() == b.read_bytes()
+
+
+def same_summary(ours: Path, base: Path) -> str:
+    """summary.json of ours against the baseline's: byte-identical, or the same values for
+    every key the baseline has (a later tree adds keys: issue 36's counts of a log's rules)."""
+    if same_files(ours / "summary.json", base / "summary.json"):
+        return "summary.json SAME"
+    mine, theirs = (json.loads((d / "summary.json").read_text()) for d in (ours, base))
+    differ = sorted(k for k in theirs if mine.get(k) != theirs[k])
+    added = sorted(set(mine) - set(theirs))
+    return (f"summary.json DIFFERENT in {', '.join(differ)}" if differ else
+            f"summary.json SAME on the baseline's {len(theirs)} keys (ours adds "
+            f"{', '.join(added)})")
 
 
 # --------------------------------------------------------------------------- KOALA 300
@@ -415,13 +439,11 @@ def rigid_pairs(policy: str, peer_policy: str, n_jobs: int, trace: Path, setup: 
     if BASELINE and base is not None:
         # the issue 36 pure-build target: this tree's source run against the baseline
         # tree's (main's), both writing jobs.csv, taken in turn in the same loop
-        same = same_files(out / "jobs.csv", base_out / "jobs.csv") and \
-            same_files(out / "summary.json", base_out / "summary.json")
+        same = same_files(out / "jobs.csv", base_out / "jobs.csv")
         rows.append(Row(f"{label_out} vs baseline tree", n_jobs, mine_out, "baseline tree",
                         base, f"{base.cpu / mine_out.cpu:.2f}x the baseline's speed "
-                        f"(target >= 2x); jobs.csv and summary.json "
-                        f"{'SAME' if same else 'DIFFERENT'} as the baseline's"
-                        if mine_out else ""))
+                        f"(target >= 2x); jobs.csv {'SAME' if same else 'DIFFERENT'} as the "
+                        f"baseline's; {same_summary(out, base_out)}" if mine_out else ""))
     # the issue 36 targets: ours as a user runs it (jobs.csv written) against AccaSim's
     # summary-only time (the same runs as above, paired differently)
     label_target = f"{label}, jobs.csv vs AccaSim summary"
