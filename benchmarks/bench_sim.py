@@ -143,8 +143,19 @@ def ours_argv(policy: str, trace: Path, platform: str = "128", out: Path | None 
 
 def ours(policy: str, trace: Path, platform: str = "128", out: Path | None = None,
          *extra: str, src: Path | None = None) -> Callable[[], Run]:
-    where = str(src or SOURCE)
-    return lambda: child(ours_argv(policy, trace, platform, out, *extra), PYTHONPATH=where)
+    where = src or SOURCE
+    argv = ours_argv(policy, trace, platform, out, *extra)
+    if not draws_figures(where):  # an older tree (the issue's baseline): no --no-figures
+        argv = [a for a in argv if a != "--no-figures"]
+    return lambda: child(argv, PYTHONPATH=str(where))
+
+
+def draws_figures(src: Path) -> bool:
+    """Whether the tree's ``simulate --out`` draws figures (and so takes ``--no-figures``):
+    trees before it did (the issue 36 baseline 5ad7fe8) write jobs.csv and summary.json
+    only."""
+    command = src / "malleable" / "commands" / "simulate.py"
+    return not command.is_file() or "--no-figures" in command.read_text()
 
 
 #: The plain sources the source runs use: a copy of ``src/`` with its bytecode, made by
@@ -171,6 +182,19 @@ def compiled_twin(label: str, n_jobs: int, run: Run | None, source: Run | None,
 
 def same_files(a: Path, b: Path) -> bool:
     return a.read_bytes() == b.read_bytes()
+
+
+def same_summary(ours: Path, base: Path) -> str:
+    """summary.json of ours against the baseline's: byte-identical, or the same values for
+    every key the baseline has (a later tree adds keys: issue 36's counts of a log's rules)."""
+    if same_files(ours / "summary.json", base / "summary.json"):
+        return "summary.json SAME"
+    mine, theirs = (json.loads((d / "summary.json").read_text()) for d in (ours, base))
+    differ = sorted(k for k in theirs if mine.get(k) != theirs[k])
+    added = sorted(set(mine) - set(theirs))
+    return (f"summary.json DIFFERENT in {', '.join(differ)}" if differ else
+            f"summary.json SAME on the baseline's {len(theirs)} keys (ours adds "
+            f"{', '.join(added)})")
 
 
 # --------------------------------------------------------------------------- KOALA 300
@@ -415,13 +439,11 @@ def rigid_pairs(policy: str, peer_policy: str, n_jobs: int, trace: Path, setup: 
     if BASELINE and base is not None:
         # the issue 36 pure-build target: this tree's source run against the baseline
         # tree's (main's), both writing jobs.csv, taken in turn in the same loop
-        same = same_files(out / "jobs.csv", base_out / "jobs.csv") and \
-            same_files(out / "summary.json", base_out / "summary.json")
+        same = same_files(out / "jobs.csv", base_out / "jobs.csv")
         rows.append(Row(f"{label_out} vs baseline tree", n_jobs, mine_out, "baseline tree",
                         base, f"{base.cpu / mine_out.cpu:.2f}x the baseline's speed "
-                        f"(target >= 2x); jobs.csv and summary.json "
-                        f"{'SAME' if same else 'DIFFERENT'} as the baseline's"
-                        if mine_out else ""))
+                        f"(target >= 2x); jobs.csv {'SAME' if same else 'DIFFERENT'} as the "
+                        f"baseline's; {same_summary(out, base_out)}" if mine_out else ""))
     # the issue 36 targets: ours as a user runs it (jobs.csv written) against AccaSim's
     # summary-only time (the same runs as above, paired differently)
     label_target = f"{label}, jobs.csv vs AccaSim summary"
@@ -464,6 +486,60 @@ def easy_rows(n_jobs: int, trace: Path, setup: Setup) -> list[Row]:
         rows[0].check = f"(reference not run above {setup.reference_max:,} jobs)"
     if rows[0].peer is not None:
         rows[0].notes.append("AccaSim's EASY is not textbook EASY: throughput only")
+    return rows
+
+
+def big_fifo_rows(n_jobs: int, trace: Path, setup: Setup) -> list[Row]:
+    """FCFS on a big trace (``--big``: 1M), ours only, writing ``jobs.csv`` as a user runs
+    it: the issue 36 target (< 15 s, < 400 MiB with the README's install, the compiled
+    build). No AccaSim (hours at 1M)."""
+    out = setup.workdir / f"ours-fcfs-big-{n_jobs}"
+    twin = setup.workdir / f"ours-fcfs-big-{n_jobs}-compiled"
+    mine, comp = best_of(setup.repeat, ours("fcfs", trace, "128", out),
+                         ours("fcfs", trace, "128", twin, src=COMPILED) if COMPILED else None)
+    assert mine is not None
+
+    def verdict(run: Run) -> str:
+        ok = run.cpu < 15 and run.rss_mib < 400
+        return f"{'ok' if ok else 'NOT MET'} (target < 15 s and < 400 MiB)"
+
+    label = "FIFO first fit, jobs.csv"
+    rows = [Row(label, n_jobs, mine, check=verdict(mine))]
+    if COMPILED:
+        twin_row = compiled_twin(label, n_jobs, comp, mine,
+                                 same_files(out / "jobs.csv", twin / "jobs.csv"))
+        if comp is not None:
+            twin_row.check = f"{verdict(comp)}; {twin_row.check}"
+        rows.append(twin_row)
+    return rows
+
+
+def real_log_rows(log: Path, policy: str, setup: Setup) -> list[Row]:
+    """A real log (``--real-log``: RICC 2010) run as it is, on the platform its header
+    describes (no ``--platform``), writing ``jobs.csv``: the issue 36 target (< 30 s with
+    the README's install, the compiled build, for RICC under EASY)."""
+
+    def run(out: Path, src: Path | None) -> Callable[[], Run]:
+        argv = [sys.executable, "-m", "malleable", "simulate", "--policy", policy,
+                "--workload", str(log), "--json", "--out", str(out), "--no-figures"]
+        return lambda: child(argv, PYTHONPATH=str(src or SOURCE))
+
+    out = setup.workdir / f"real-{policy}"
+    twin = setup.workdir / f"real-{policy}-compiled"
+    mine, comp = best_of(setup.repeat, run(out, None),
+                         run(twin, COMPILED) if COMPILED else None)
+    assert mine is not None
+    n_jobs = json.loads(mine.stdout).get("jobs", 0)
+    label = f"{log.name.split('.')[0]} {policy}, header platform"
+    rows = [Row(label, n_jobs, mine, check=f"{n_jobs / mine.cpu:,.0f} jobs/s; "
+                f"{'ok' if mine.cpu < 30 else 'NOT MET'} (target < 30 s)")]
+    if COMPILED and comp is not None:
+        twin_row = compiled_twin(label, n_jobs, comp, mine,
+                                 same_files(out / "jobs.csv", twin / "jobs.csv"))
+        twin_row.check = (f"{n_jobs / comp.cpu:,.0f} jobs/s; "
+                          f"{'ok' if comp.cpu < 30 else 'NOT MET'} (target < 30 s); "
+                          + twin_row.check)
+        rows.append(twin_row)
     return rows
 
 
@@ -515,6 +591,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="another checkout (main's worktree, say): its plain sources run "
                              "the per-job output rows too, in turn with ours, and the row "
                              "'... vs baseline tree' compares the two (CPU and outputs)")
+    parser.add_argument("--big", type=int, metavar="N",
+                        help="also FCFS on an N-job trace (1000000: the issue 36 1M target), "
+                             "ours only, jobs.csv written")
+    parser.add_argument("--real-log", type=Path, metavar="SWF",
+                        help="also run this real log (../shared/traces/RICC-2010-2.swf.gz) "
+                             "on its header's platform, jobs.csv written")
+    parser.add_argument("--real-policy", default="easy", help="the --real-log row's policy")
     parser.add_argument("--only", choices=["koala", "fifo", "easy", "rigid", "malleable"],
                         action="append", help="run only these rows (repeatable; rigid: fifo "
                                               "and easy)")
@@ -531,7 +614,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         global SOURCE, COMPILED, BASELINE
-        if parts - {"koala"}:  # the KOALA rows run in this process
+        if parts - {"koala"} or args.big or args.real_log:  # KOALA's run in this process
             SOURCE = compiled.source(workdir / "source")
             if args.baseline is not None:
                 BASELINE = compiled.source(workdir / "baseline", args.baseline.resolve())
@@ -559,6 +642,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if "malleable" in parts:
                 rows += malleable_rows(n_jobs, args.seed, workdir, args.repeat)
             print(f"  done with {n_jobs:,}", flush=True)
+        setup = Setup(bench or ROOT, workdir, args.repeat, venv, problem,
+                      args.accasim_starts_max, args.reference_max, args.accasim, args.simpy)
+        if args.big and bench is not None:
+            rows += big_fifo_rows(args.big, make_trace(bench, args.big, args.seed, workdir),
+                                  setup)
+        if args.real_log is not None:
+            rows += real_log_rows(args.real_log.resolve(), args.real_policy, setup)
         print_table(rows)
     return 0
 

@@ -76,15 +76,22 @@ def test_times_none_nan_negative_zero_and_long_floats_as_csv_writes_them() -> No
         assert written(rec, 0, 0) == by_csv(rec, 0, 0)
 
 
-def test_tee_writes_and_sums_what_add_does() -> None:
+@pytest.mark.parametrize("compiled_path", [False, True])
+def test_tee_writes_and_sums_what_add_does(compiled_path: bool,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Tee's path for a job that ran at one size (its figures made once for both) gives
-    the rows and the summary that RecordWriter.add and RunningSummary.add give."""
+    the rows and the summary that RecordWriter.add and RunningSummary.add give; so does
+    add_ran's compiled-build path (whole floats written from their int), run here too."""
+    from malleable.metrics import summary
     from malleable.metrics.summary import RunningSummary, Tee
 
+    monkeypatch.setattr(summary, "_COMPILED", compiled_path)
     rnd = random.Random(5)
     cases = [record(start=None, end=None, state=JobState.WAITING),
              record(start=None, end=4.0, state=JobState.FAILED),
              record(submit=-0.0, start=-0.0, end=0.0), record(start=5.0, end=5.0),
+             record(submit=0.0, start=9999999999999998.0, end=1e16),
+             record(submit=5.0, start=1e16, end=1e17),
              record(submit=1 / 3, start=2 / 3, end=45.99999999999999),
              record(end=math.inf), record(job_id="a,b"), record(cluster="fs0,fs1"),
              record(sizes=((10.0, 2), (12.25, 5), (17.0, 1)), end=30.123456789)]
@@ -111,3 +118,15 @@ def test_tee_writes_and_sums_what_add_does() -> None:
         ways.append((out.getvalue(), repr(totals.summary(1.0, 0.5)),
                      repr(totals.mechanism())))
     assert ways[0] == ways[1]
+
+
+def test_whole_is_repr_of_a_whole_float() -> None:
+    """summary._whole (the compiled build's text of a whole float) is repr's, up to and
+    past the 1e16 bound where repr turns to exponents."""
+    from malleable.metrics.summary import _whole
+
+    values = [0.0, -0.0, 1.0, -1.0, 86400.0, 2.0**53, -(2.0**53), 9999999999999998.0,
+              -9999999999999998.0, 1e16, -1e16, 1e17, 1e300, -1e300]
+    values += [float(random.Random(i).randint(-10**17, 10**17)) for i in range(200)]
+    for value in values:
+        assert _whole(value) == repr(value + 0.0), value

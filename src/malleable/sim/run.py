@@ -18,6 +18,7 @@ from malleable.apps import AppCatalog, standard_catalog
 from malleable.errors import InputError
 from malleable.manager import Manager
 from malleable.metrics.records import JobRecord
+from malleable.metrics.summary import Tee
 from malleable.model import Cluster, JobSpec, Operation
 from malleable.policies.base import Policy
 from malleable.sim.background import BackgroundLoad, BackgroundSpec, TraceBackground, TraceLoad
@@ -300,6 +301,9 @@ class _Handover:
             operations.clear()
         records, submitted = manager.records, self._submitted
         sink, resizes, ended = self._sink, self._resizes, []
+        # simulate's own sink (jobs.csv and the summary) called as the method it is:
+        # compiled, a direct call, not Python's call protocol with a tuple of arguments
+        tee = sink if type(sink) is Tee else None
         while submitted:
             job_id = submitted[0].id
             record = records[job_id]
@@ -307,11 +311,17 @@ class _Handover:
                 ended.append(job_id)
             elif not everything:
                 break
-            sink(record, *resizes.pop(job_id, (0, 0)))
+            grows, shrinks = resizes.pop(job_id, _NO_RESIZES) if resizes else _NO_RESIZES
+            if tee is not None:
+                tee.__call__(record, grows, shrinks)
+            else:
+                sink(record, grows, shrinks)
             submitted.popleft()
         if ended:
             manager.forget(ended)
 
+
+_NO_RESIZES = (0, 0)
 
 #: How many jobs :class:`_Feed` takes from its source at a time.
 FEED_BATCH = 1024
