@@ -366,6 +366,9 @@ def _ctld_log(tb: Testbed, site: str) -> str:
 #: A refused resize as the Slurm adapter logs it (``SITE: job ID: A -> B nodes ...: refused
 #: (REASON)``).
 REFUSED = re.compile(r"^(?P<site>\w+): job (?P<job>\d+): .*: refused \((?P<why>.*)\)$")
+#: Slurm's answer to a helper allocation while the nodes the manager saw free are still
+#: held (by a neighbour that has just ended, its epilog running), past the 5 s of retries.
+BUSY = "error 2016"
 #: The reasons the adapter gives when the job ended before or while its grow was made
 #: (``Resizer.running``, ``Resizer._confirm``, the expansion's hand-over).
 ENDED = re.compile(r"job \d+ is COMPLET(ED|ING), not RUNNING|the job is (COMPLET(ED|ING)|gone)"
@@ -389,12 +392,14 @@ def test_manager_run_over_rest(user_version: None, quiet: Testbed, tmp_path: Pat
     completed, and every grow the summary counts is seen in Slurm's accounting (the job's
     last record at its grown size after a RESIZING one).
 
-    A grow may be refused only because its job ended while it was being made: two jobs of
-    one site end at the same moment, the manager sees one end first and grows the other
-    into its nodes, and Slurm answers that the job has completed (error 2038), after, on a
-    loaded machine, nodes still busy (2016) with the ending job's epilog; or the job had
-    already completed when the grow began. Seen in 2 of the last 3 CI runs and twice on a
-    loaded machine here; any other refusal fails the test."""
+    A grow may be refused only in the race with its site's job ends: two jobs of one site end
+    at the same moment, the manager sees one end and grows the other into its nodes, and
+    Slurm answers that the job has completed (error 2038, or the resizer finds it
+    COMPLETED), or that the nodes are still busy (error 2016, the ending job's epilog,
+    past the REST path's 5 s of retries). Seen in 3 of the last 4 CI runs (up to 4 refusals
+    a run, every one of these) and twice on a loaded machine here; any other refusal (an
+    API, auth or parse error) fails the test, and at least one grow must be done.
+    """
     import csv
 
     from malleable.cli import main
@@ -416,8 +421,7 @@ def test_manager_run_over_rest(user_version: None, quiet: Testbed, tmp_path: Pat
         "done": summary["grow_ops"], **({"refused": sum(map(len, refused.values()))}
                                         if refused else {})}, (summary["resizes"], refused)
     for job, whys in refused.items():
-        assert ENDED.search(whys[-1]) and all(ENDED.search(why) or "error 2016" in why
-                                              for why in whys), (
+        assert all(ENDED.search(why) or BUSY in why for why in whys), (
             job, whys, _ctld_log(tb, job[0]))
     with (out / "jobs.csv").open() as f:
         grown = {r["job"]: (r["cluster"], int(r["max_size"])) for r in csv.DictReader(f)
