@@ -128,11 +128,12 @@ def test_ensure_image_fails_naming_the_log_when_the_other_build_failed(
     assert not any("build" in c for c in docker.calls)
 
 
-def test_a_bad_timeout_in_the_environment_is_refused(tmp_path: Path,
+@pytest.mark.parametrize("raw", ["soon", "nan", "inf", "-1", "0"])
+def test_a_bad_timeout_in_the_environment_is_refused(tmp_path: Path, raw: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(images.WAIT_ENV, str(_plan(tmp_path, "22.05")))
-    monkeypatch.setenv(images.WAIT_TIMEOUT_ENV, "soon")
-    with pytest.raises(ExternalError, match="MALLEABLE_IMAGES_WAIT_TIMEOUT='soon'"):
+    monkeypatch.setenv(images.WAIT_TIMEOUT_ENV, raw)
+    with pytest.raises(ExternalError, match=f"MALLEABLE_IMAGES_WAIT_TIMEOUT='{raw}'"):
         images.ensure_image(_Images({}))
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import os
 import shutil
 import tempfile
@@ -166,7 +167,10 @@ def _wait_from_env(slurm: str) -> None:
     try:
         timeout = float(raw) if raw else WAIT_TIMEOUT
     except ValueError:
-        raise ExternalError(f"{WAIT_TIMEOUT_ENV}={raw[:40]!r}: give a number of seconds") from None
+        timeout = math.nan
+    if not 0 < timeout < math.inf:  # "nan" would wait for ever, "-1" not at all
+        raise ExternalError(f"{WAIT_TIMEOUT_ENV}={raw[:40]!r}: give a number of seconds "
+                            "above 0")
     wait_for_build(Path(status_dir), slurm, timeout=timeout)
 
 
