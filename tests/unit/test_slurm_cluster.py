@@ -6,7 +6,7 @@ import pytest
 
 from malleable.adapters.slurm import meta
 from malleable.adapters.slurm.cluster import SlurmCluster
-from malleable.adapters.slurm.ctl import SlurmCtl
+from malleable.adapters.slurm.ctl import Poll, SlurmCtl
 from malleable.adapters.slurm.payload import Payload
 from malleable.adapters.slurm.resize import Outcome, ResizeError, Resizer
 from malleable.clock import ScaledClock
@@ -64,6 +64,20 @@ def test_pending_jobs_claim_their_nodes_and_background_is_unmanaged() -> None:
     (background,) = view.running.values()
     assert not background.managed and background.size == 3 and view.background == 3
     assert cluster.drain_events() == []
+
+
+def test_nodes_read_idle_before_a_job_started_are_not_offered() -> None:
+    """The poll reads the nodes, then the jobs: a job that starts between the two reads
+    shows RUNNING while its nodes still read IDLE (seen on Slurm 24.11 over REST: the
+    grows offered into them were refused, "nodes busy"). Those nodes are not idle."""
+    _, cluster = _site(nodes=4)
+    nodes_first = cluster.ctl.poll().nodes  # every node idle
+    assert cluster.start(_spec(), 2) == 2  # starts at once on vu-n001/2
+    raced = Poll(cluster.ctl.poll().jobs, nodes_first)
+    cluster.ctl.poll = lambda: raced  # type: ignore[method-assign]
+    view = cluster.observe()
+    assert view.running["j1"].size == 2
+    assert (view.nodes, view.idle) == (4, 2)
 
 
 def test_grow_goes_through_a_helper_allocation_and_is_read_back() -> None:
