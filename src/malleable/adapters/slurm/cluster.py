@@ -230,10 +230,14 @@ class SlurmCluster(Observed[Poll]):
             claimed += self.negotiations.acquiring()
         running: dict[str, RunningJob] = {}
         pending = 0
-        held: set[str] = set()
+        # The poll reads the nodes, then the jobs (both transports): a job that starts
+        # between the two reads shows RUNNING on nodes that still read IDLE. Counted idle,
+        # they were offered to grows that Slurm then refused ("nodes busy", 2016; seen on
+        # 24.11 over REST, docs/notes/issue-37-lead7.md). A node a job holds is not idle.
+        idle = {n.name for n in nodes if n.idle}
         for job in poll.jobs:
-            if holds_nodes(job):  # whatever its partition: its nodes are not idle
-                held.update(_nodes_of(job))
+            if idle and holds_nodes(job):  # whatever its partition
+                idle.difference_update(_nodes_of(job))
             if partition is not None and job.partition and job.partition != partition:
                 continue
             if job.state is JobState.PENDING:
@@ -243,13 +247,8 @@ class SlurmCluster(Observed[Poll]):
                 # must neither count it as running nor try to resize it.
                 entry = self._running(job)
                 running[entry.id] = entry
-        # The poll reads the nodes, then the jobs (both transports): a job that starts
-        # between the two reads shows RUNNING on nodes that still read IDLE. Counted idle,
-        # they were offered to grows that Slurm then refused ("nodes busy", 2016; seen on
-        # 24.11 over REST, docs/notes/issue-37-lead7.md). A node a job holds is not idle.
-        idle = sum(1 for n in nodes if n.idle and n.name not in held)
         return ClusterView(self.name, sum(n.in_service for n in nodes),
-                           max(0, idle - claimed), self.reserve,
+                           max(0, len(idle) - claimed), self.reserve,
                            MappingProxyType(running), pending, self.speed)
 
     def _running(self, job: SlurmJob) -> RunningJob:
