@@ -34,6 +34,23 @@ def test_hostlist_refuses_what_slurm_never_prints(text: str) -> None:
         hostlist.expand(text)
 
 
+def test_hostlist_refuses_a_list_of_more_nodes_than_it_bounds_before_expanding_it() -> None:
+    import tracemalloc
+
+    assert len(hostlist.expand(f"n[1-{hostlist.MAX_NAMES}]")) == hostlist.MAX_NAMES
+    tracemalloc.start()
+    try:
+        for text in (f"n[1-{hostlist.MAX_NAMES}],extra",
+                     ",".join(f"n[1-{hostlist.MAX_NAMES // 2}]" for _ in range(3)),
+                     f"n[0-{10**15}]"):
+            with pytest.raises(hostlist.HostlistError, match="more than 65,536 nodes"):
+                hostlist.expand(text)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20  # refused before 10**15 names are made, not after
+
+
 def _job(nodes: str, batch: str) -> SlurmJob:
     return SlurmJob(7, "m", "RUNNING", len(hostlist.expand(nodes)), nodes, batch_host=batch)
 

@@ -14,8 +14,14 @@ from collections.abc import Iterable
 _ITEM = re.compile(r"([^\[\],]*)(?:\[([0-9,\-]+)\])?([^\[\],]*)")
 
 
+#: The most node names one host list may expand to: far above any site's node count, so
+#: that a list from a broken or hostile source (``n[0-99999999999]``, a few bytes) is
+#: refused before it is expanded, not held in memory name by name.
+MAX_NAMES = 65_536
+
+
 class HostlistError(ValueError):
-    """A host list that is not of the form Slurm prints."""
+    """A host list that is not of the form Slurm prints (or expands past :data:`MAX_NAMES`)."""
 
 
 def expand(text: str) -> list[str]:
@@ -30,7 +36,11 @@ def expand(text: str) -> list[str]:
         if ranges is None:
             names.append(prefix + suffix)
         else:
-            names.extend(prefix + number + suffix for number in _numbers(ranges, text))
+            names.extend(prefix + number + suffix
+                         for number in _numbers(ranges, text, MAX_NAMES - len(names)))
+        if len(names) > MAX_NAMES:
+            raise HostlistError(f"host list names more than {MAX_NAMES:,} nodes: "
+                                f"{text[:80]!r}")
         pos = match.end()
         if pos < len(text):
             if text[pos] != ",":
@@ -39,18 +49,26 @@ def expand(text: str) -> list[str]:
     return [n for n in names if n]
 
 
-def _numbers(ranges: str, text: str) -> Iterable[str]:
+def _numbers(ranges: str, text: str, room: int) -> Iterable[str]:
+    """The numbers of a bracketed range list; HostlistError once they would be more than
+    ``room`` (checked per range before it is expanded)."""
     for part in ranges.split(","):
         low, dash, high = part.partition("-")
         if not low.isdigit() or (dash and not high.isdigit()):
-            raise HostlistError(f"bad range {part!r} in host list {text!r}")
+            raise HostlistError(f"bad range {part!r} in host list {text[:80]!r}")
         if not dash:
+            room -= 1
             yield low
             continue
-        if int(high) < int(low):
-            raise HostlistError(f"descending range {part!r} in host list {text!r}")
+        first, last = int(low), int(high)
+        if last < first:
+            raise HostlistError(f"descending range {part!r} in host list {text[:80]!r}")
+        room -= last - first + 1
+        if room < 0:
+            raise HostlistError(f"host list names more than {MAX_NAMES:,} nodes: "
+                                f"{text[:80]!r}")
         width = len(low)
-        for number in range(int(low), int(high) + 1):
+        for number in range(first, last + 1):
             yield str(number).zfill(width)
 
 
