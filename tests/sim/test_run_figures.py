@@ -105,6 +105,23 @@ def test_a_malleable_job_s_grows_and_shrinks_are_steps_of_its_bar(
     assert busy.tolist() == [4.0, 6.0, 12.0, 8.0, 4.0, 0.0]
 
 
+def test_a_site_of_0_nodes_is_drawn_on_0_to_1_node_without_a_warning(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A site the run never reached counts 0 nodes (a manager run with a site whose host key
+    is wrong): its panel was drawn on an empty range, and matplotlib warned "Attempting to
+    set identical low and high ylims" (seen in CI, test_site_faults)."""
+    import warnings
+
+    trace = RunTrace.of([_record("1", [(0.0, 4)], 12.0)], [Lane("a", 16), Lane("b", 0)])
+    figures = _figures(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        runplots.draw_run(trace, tmp_path)
+    usage = figures[0]
+    assert usage.axes[1].get_ylim() == pytest.approx((0, 16 * 1.08))
+    assert usage.axes[2].get_ylim() == pytest.approx((0, 1.08))
+
+
 def _figures(monkeypatch: pytest.MonkeyPatch) -> list[Figure]:
     """Every figure saved from now on."""
     figures: list[Figure] = []

@@ -193,7 +193,9 @@ def _usage(arrays: _Arrays, path: Path, title: str) -> None:
         ax.fill_between(x, y, step=where, color=color, alpha=0.45, linewidth=0)
         ax.step(x, y, where=where, color=color, linewidth=0.8)
         ax.axhline(nodes, color="black", linestyle="--", linewidth=0.8)
-        ax.set_ylim(0, nodes * 1.08)
+        # a site never observed counts 0 nodes (service.site_nodes): drawn on 0 to 1 node,
+        # not on an empty range (matplotlib warns, then picks one)
+        ax.set_ylim(0, max(float(nodes), float(np.nanmax(y)) if y.size else 0.0, 1.0) * 1.08)
         ax.set_ylabel(label.replace(" (", "\n("), rotation=0, ha="right", va="center",
                       fontsize=8)
     axes[-1][0].set_xlabel(f"time since the first submission ({arrays.unit})")
