@@ -20,6 +20,7 @@ import json
 import math
 import re
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -398,7 +399,10 @@ def test_manager_run_over_rest(user_version: None, quiet: Testbed, tmp_path: Pat
     COMPLETED), or that the nodes are still busy (error 2016, the ending job's epilog,
     past the REST path's 5 s of retries). Seen in 3 of the last 4 CI runs (up to 4 refusals
     a run, every one of these) and twice on a loaded machine here; any other refusal (an
-    API, auth or parse error) fails the test, and at least one grow must be done.
+    API, auth or parse error) fails the test, and at least one grow must be done. The 2016
+    ones came from nodes read idle under a job that had just started (docs/slurm.md,
+    "Observe"), which the Slurm view no longer counts idle: each still accepted is said as a
+    warning of the run, so that the tolerance can go once runs show none.
     """
     import csv
 
@@ -423,6 +427,12 @@ def test_manager_run_over_rest(user_version: None, quiet: Testbed, tmp_path: Pat
     for job, whys in refused.items():
         assert all(ENDED.search(why) or BUSY in why for why in whys), (
             job, whys, _ctld_log(tb, job[0]))
+    busy = [f"{site} {job}" for (site, job), whys in refused.items()
+            if any(BUSY in why for why in whys)]
+    if busy:  # accepted, but said in the run's warnings: the rule is to go once none are seen
+        warnings.warn(f"grow refused '{BUSY}' (nodes busy) accepted for {', '.join(busy)}: "
+                      "the race docs/slurm.md 'Observe' closes; this tolerance is to go",
+                      stacklevel=1)
     with (out / "jobs.csv").open() as f:
         grown = {r["job"]: (r["cluster"], int(r["max_size"])) for r in csv.DictReader(f)
                  if int(r["grows"]) > 0 and int(r["max_size"]) > int(r["initial_size"])}
